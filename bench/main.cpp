@@ -1,0 +1,13 @@
+// uring-bench: every benchmark of the library, followed by a table of ratios to each group's baseline.
+#include <benchmark/benchmark.h>
+
+#include "ratio_reporter.hpp"
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  uring::bench::ratio_reporter reporter({{"nop", "raw_registered"}});
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

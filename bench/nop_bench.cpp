@@ -1,0 +1,73 @@
+// NOP throughput at N requests per io_uring_enter:
+//   raw_plain       liburing, ring fd not registered (every enter does fdget/fdput)
+//   raw_registered  liburing, ring fd registered (IORING_ENTER_REGISTERED_RING) — the mechanism's limit
+//   uring           our executor: N coroutines each looping `co_await uring::nop()`; the loop submits the
+//                   turn's N SQEs in one enter, exactly like the raw loop.
+// All rings use the executor's default setup flags, so only the registration and the library differ.
+#include <benchmark/benchmark.h>
+#include <liburing.h>
+
+#include <stdexcept>
+
+#include <uring/uring.hpp>
+
+namespace {
+
+void raw_nops(benchmark::State& state, bool registered) {
+  const auto batch = static_cast<unsigned>(state.range(0));
+  io_uring ring;
+  io_uring_params params{};
+  params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
+  if (io_uring_queue_init_params(256, &ring, &params) != 0) throw std::runtime_error("io_uring_queue_init_params");
+  if (registered && io_uring_register_ring_fd(&ring) != 1) throw std::runtime_error("io_uring_register_ring_fd");
+  io_uring_cqe* cqes[256];
+  while (state.KeepRunningBatch(batch)) {
+    for (unsigned i = 0; i < batch; ++i) io_uring_prep_nop(io_uring_get_sqe(&ring));
+    io_uring_submit_and_wait(&ring, batch);
+    unsigned got = io_uring_peek_batch_cqe(&ring, cqes, batch);
+    io_uring_cq_advance(&ring, got);
+  }
+  state.SetItemsProcessed(state.iterations());
+  io_uring_queue_exit(&ring);
+}
+
+void BM_raw_plain(benchmark::State& state) { raw_nops(state, false); }
+void BM_raw_registered(benchmark::State& state) { raw_nops(state, true); }
+
+// `batch` coroutines in lock step: each turn every one of them has one nop in flight, so each enter
+// carries `batch` SQEs. The root drives the benchmark's clock; the others stop when it does.
+void BM_uring(benchmark::State& state) {
+  const auto batch = static_cast<int>(state.range(0));
+  uring::executor ex;
+  long total = 0;
+  bool done = false;
+  int running = 0;
+  auto helper = [&]() -> uring::task<void> {
+    ++running;
+    while (!done) {
+      co_await uring::nop();
+      ++total;
+    }
+    --running;
+  };
+  ex.run([&]() -> uring::task<void> {
+    for (int i = 1; i < batch; ++i) uring::spawn(helper());
+    co_await uring::nop();  // let the helpers start, so every measured turn carries `batch` SQEs
+    total = 0;
+    while (state.KeepRunningBatch(batch)) {
+      co_await uring::nop();
+      ++total;
+    }
+    done = true;
+    while (running > 0) co_await uring::nop();
+  }());
+  state.SetItemsProcessed(total);
+  state.counters["sqes_per_enter"] =
+      static_cast<double>(ex.stats().sqes) / static_cast<double>(ex.stats().enters ? ex.stats().enters : 1);
+}
+
+}  // namespace
+
+BENCHMARK(BM_raw_plain)->Name("nop/raw_plain")->Arg(1)->Arg(32);
+BENCHMARK(BM_raw_registered)->Name("nop/raw_registered")->Arg(1)->Arg(32);
+BENCHMARK(BM_uring)->Name("nop/uring")->Arg(1)->Arg(32);

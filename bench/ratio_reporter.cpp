@@ -1,0 +1,48 @@
+#include "ratio_reporter.hpp"
+
+#include <cstdio>
+
+namespace uring::bench {
+
+void ratio_reporter::ReportRuns(const std::vector<Run>& runs) {
+  ConsoleReporter::ReportRuns(runs);
+  for (const Run& run : runs) {
+    if (run.error_occurred || run.run_type != Run::RT_Iteration) continue;
+    auto it = run.counters.find("items_per_second");
+    if (it == run.counters.end()) continue;
+    std::string name = run.benchmark_name();
+    auto first = name.find('/'), second = name.find('/', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    auto third = name.find('/', second + 1);
+    figures_.push_back({name.substr(0, first), name.substr(first + 1, second - first - 1),
+                        name.substr(second + 1, third == std::string::npos ? std::string::npos : third - second - 1),
+                        it->second.value});
+  }
+}
+
+void ratio_reporter::Finalize() {
+  ConsoleReporter::Finalize();
+  std::printf("\n%-10s %-22s %-6s %14s %8s\n", "group", "variant", "arg", "M items/s", "ratio");
+  for (const figure& f : figures_) {
+    double base = 0;
+    auto b = baselines_.find(f.group);
+    for (const figure& g : figures_) {
+      if (b != baselines_.end() && g.group == f.group && g.arg == f.arg && g.variant == b->second) {
+        base = g.items_per_second;
+      }
+    }
+    std::printf("%-10s %-22s %-6s %14.3f", f.group.c_str(), f.variant.c_str(), f.arg.c_str(), f.items_per_second / 1e6);
+    if (base > 0) {
+      std::printf(" %7.2fx\n", f.items_per_second / base);
+    } else {
+      std::printf(" %8s\n", "-");
+    }
+  }
+  if (!baselines_.empty()) {
+    std::printf("ratio = items/s over the baseline of the group:");
+    for (const auto& [group, variant] : baselines_) std::printf(" %s=%s", group.c_str(), variant.c_str());
+    std::printf("\n");
+  }
+}
+
+}  // namespace uring::bench

@@ -1,0 +1,65 @@
+// uring/buffer.hpp — views of caller-owned memory handed to I/O operations.
+//
+// Provides: uring::mutable_buffer (read into), uring::const_buffer (write from).
+// Threads: plain views; any thread.
+//
+// A buffer never owns its bytes: the memory must stay valid until the operation that uses it completes
+// (until the co_await returns). Both convert implicitly from any contiguous range of byte-sized elements
+// (std::array<char, N>, std::string, std::vector<std::byte>, std::span<std::uint8_t>, ...).
+#pragma once
+
+#include <cstddef>
+#include <ranges>
+#include <type_traits>
+
+namespace uring {
+
+namespace detail {
+template <class R>
+concept byte_range = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+                     sizeof(std::ranges::range_value_t<R>) == 1 &&
+                     std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
+
+template <class R>
+concept mutable_byte_range =
+    byte_range<R> && !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>;
+}  // namespace detail
+
+class mutable_buffer {
+ public:
+  constexpr mutable_buffer() noexcept = default;
+  constexpr mutable_buffer(void* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  template <detail::mutable_byte_range R>
+    requires(!std::is_same_v<std::remove_cvref_t<R>, mutable_buffer>)
+  constexpr mutable_buffer(R&& range) noexcept  // NOLINT(google-explicit-constructor)
+      : data_(std::ranges::data(range)), size_(std::ranges::size(range)) {}
+
+  [[nodiscard]] constexpr void* data() const noexcept { return data_; }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+class const_buffer {
+ public:
+  constexpr const_buffer() noexcept = default;
+  constexpr const_buffer(const void* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  constexpr const_buffer(mutable_buffer b) noexcept  // NOLINT(google-explicit-constructor)
+      : data_(b.data()), size_(b.size()) {}
+  template <detail::byte_range R>
+    requires(!std::is_same_v<std::remove_cvref_t<R>, const_buffer> &&
+             !std::is_same_v<std::remove_cvref_t<R>, mutable_buffer>)
+  constexpr const_buffer(R&& range) noexcept  // NOLINT(google-explicit-constructor)
+      : data_(std::ranges::data(range)), size_(std::ranges::size(range)) {}
+
+  [[nodiscard]] constexpr const void* data() const noexcept { return data_; }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
+
+ private:
+  const void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace uring

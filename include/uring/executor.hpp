@@ -1,0 +1,153 @@
+// uring/executor.hpp — the event loop: one ring, one thread.
+//
+// Provides: uring::executor, uring::ring_flags, uring::executor_stats.
+// Threads: an executor is bound to the thread that constructs it. run(), stop() and destruction happen on
+// that thread (a std::logic_error otherwise); it is neither copyable nor movable.
+//
+// Each turn of the loop resumes the coroutines that are ready, then hands every operation they queued to
+// the kernel in ONE io_uring_enter (waiting for a completion only when nothing else is ready), then reaps
+// all completions and resumes their coroutines. On the native backend the ring fd is registered at
+// construction (io_uring_register_ring_fd), so every enter carries IORING_ENTER_REGISTERED_RING; if the
+// thread's registered-ring slots are used up the executor uses the plain fd and counts the fallback.
+//
+// Lifetime: run(t) returns when t finishes. Work spawned onto the executor that is still pending then stays
+// suspended and continues on the next run(). stop(), an exception escaping a spawned task, or the
+// destructor shut the executor down: every in-flight operation is cancelled and its completion drained
+// *before* any coroutine frame is freed, so the kernel never writes into freed memory.
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+#include "uring/task.hpp"
+
+namespace uring {
+
+// io_uring setup flags an executor may ask for. Those the kernel refuses are dropped (see
+// executor::dropped_flags()). Minimum kernels: submit_all 5.18, coop_taskrun 5.19, single_issuer 6.0,
+// defer_taskrun 6.1 (requires single_issuer).
+enum class ring_flags : std::uint32_t {
+  none = 0,
+  submit_all = 1u << 0,     // keep submitting the batch past an SQE that fails to prepare
+  coop_taskrun = 1u << 1,   // no IPI to interrupt the owner thread for task work
+  single_issuer = 1u << 2,  // only the owner thread submits (always true for us)
+  defer_taskrun = 1u << 3,  // task work runs only when the owner enters to wait
+};
+constexpr ring_flags operator|(ring_flags a, ring_flags b) noexcept {
+  return ring_flags(std::uint32_t(a) | std::uint32_t(b));
+}
+constexpr ring_flags operator&(ring_flags a, ring_flags b) noexcept {
+  return ring_flags(std::uint32_t(a) & std::uint32_t(b));
+}
+constexpr ring_flags operator~(ring_flags a) noexcept { return ring_flags(~std::uint32_t(a)); }
+constexpr bool any(ring_flags f) noexcept { return f != ring_flags::none; }
+std::string to_string(ring_flags f);
+
+// Counters an application may read between turns (from the owner thread).
+struct executor_stats {
+  std::uint64_t enters = 0;           // io_uring_enter calls (submit, wait, or both)
+  std::uint64_t sqes = 0;             // operations handed to the kernel
+  std::uint64_t cqes = 0;             // completions reaped
+  std::uint64_t sq_full_flushes = 0;  // early submits because the SQ was full
+  std::uint64_t cq_backlogged = 0;    // completions parked while the kernel reported a busy CQ
+  std::uint64_t registered_ring_fallbacks = 0;  // ring fd could not be registered (slots used up)
+};
+
+namespace detail {
+struct operation;
+struct spawn_node;
+struct executor_access;
+}  // namespace detail
+
+class executor {
+ public:
+  struct options {
+    // Submission queue entries (rounded up to a power of two by the kernel). More queued operations than
+    // this only cost an extra early submit, never a lost operation.
+    unsigned sq_entries = 256;
+    // Completion queue entries; 0 means 4 * sq_entries. Overflow is drained, never dropped.
+    unsigned cq_entries = 0;
+    // Measured on kernel 6.18 (bench/README.md): plain rings beat SINGLE_ISSUER|DEFER_TASKRUN for
+    // cross-ring messaging, so the default asks only for the flags that never cost throughput.
+    ring_flags flags = ring_flags::submit_all | ring_flags::coop_taskrun;
+    // Register the ring fd so that enters skip the fd-table lookup. Off only to measure the difference.
+    bool register_ring_fd = true;
+  };
+
+  executor();
+  explicit executor(const options& opts);
+  ~executor();
+  executor(const executor&) = delete;
+  executor& operator=(const executor&) = delete;
+
+  // Runs the loop until `t` finishes and returns its result (or rethrows its exception). If stop() is
+  // called first, the executor shuts down; run then returns for task<void> and throws
+  // std::system_error(ECANCELED) for any other T. An exception escaping a spawned task also shuts the
+  // executor down and is rethrown here. Not re-entrant.
+  template <class T>
+  T run(task<T> t);
+
+  // Asks the running loop to shut down at the end of its current turn. Owner thread only (for now).
+  void stop() noexcept;
+
+  // The executor whose run() is active on this thread, or nullptr.
+  static executor* current() noexcept;
+
+  [[nodiscard]] const executor_stats& stats() const noexcept;
+  // True when the ring fd is registered, i.e. every enter uses IORING_ENTER_REGISTERED_RING.
+  [[nodiscard]] bool registered_ring() const noexcept;
+  // The setup flags the ring actually has, and those the kernel refused (dropped one by one).
+  [[nodiscard]] ring_flags active_flags() const noexcept;
+  [[nodiscard]] ring_flags dropped_flags() const noexcept;
+
+ private:
+  friend struct detail::executor_access;
+  struct impl;
+
+  // Drives the loop until `root` is done; returns false when the executor was stopped first.
+  bool run_until_done(std::coroutine_handle<> root);
+
+  std::unique_ptr<impl> impl_;
+};
+
+namespace detail {
+// The library's own door into an executor: for awaitables and spawn, not for applications.
+struct executor_access {
+  // The executor running on this thread; throws std::logic_error naming `what` if there is none.
+  static executor& current(const char* what);
+  // Queues `op` for the next enter. Never loses it: a full SQ is flushed first.
+  static void submit(executor& ex, operation& op);
+  // Resumes `h` on a later turn of ex's loop (owner thread only).
+  static void schedule(executor& ex, std::coroutine_handle<> h);
+  // Spawned frames are owned by the executor until they finish, so that shutdown can free them safely.
+  static void adopt(executor& ex, spawn_node& node);
+  static void release(executor& ex, spawn_node& node) noexcept;
+  static void fail(executor& ex, std::exception_ptr e) noexcept;
+};
+}  // namespace detail
+
+template <class T>
+T executor::run(task<T> t) {
+  if (!t.valid()) throw std::logic_error("executor::run: empty task");
+  auto handle = t.release();
+  struct frame_guard {
+    std::coroutine_handle<typename task<T>::promise_type> h;
+    ~frame_guard() { h.destroy(); }
+  } guard{handle};
+  if (!run_until_done(handle)) {
+    if constexpr (std::is_void_v<T>) {
+      return;
+    } else {
+      throw std::system_error(std::make_error_code(std::errc::operation_canceled),
+                              "executor::run: stopped before the task finished");
+    }
+  }
+  return handle.promise().result();
+}
+
+}  // namespace uring

@@ -1,0 +1,159 @@
+// uring/task.hpp — the coroutine type of the library.
+//
+// Provides: uring::task<T>, a lazy coroutine producing a T (or void, or a reference).
+// Threads: a task runs on whichever thread resumes it; awaiting it from a coroutine runs it inline on the
+// awaiting coroutine's thread. A task is not thread-safe: await it once, from one place.
+//
+// A task does nothing until it is awaited (or handed to executor::run / uring::spawn). Completion resumes
+// the awaiter by symmetric transfer, so a loop of awaits that all finish synchronously runs in constant
+// stack (with clang; see DESIGN.md on g++). An exception escaping the task's body is rethrown to the awaiter.
+// Destroying a task that was never awaited destroys its frame; destroying one that is suspended on an
+// operation is a bug the executor prevents (it drains operations before frames are freed).
+#pragma once
+
+#include <coroutine>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace uring {
+
+template <class T = void>
+class task;
+
+namespace detail {
+
+class task_promise_base {
+ public:
+  struct final_awaiter {
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept {
+      return self.promise().continuation_;
+    }
+    void await_resume() const noexcept {}
+  };
+
+  std::suspend_always initial_suspend() const noexcept { return {}; }
+  final_awaiter final_suspend() const noexcept { return {}; }
+  void set_continuation(std::coroutine_handle<> c) noexcept { continuation_ = c; }
+
+ private:
+  std::coroutine_handle<> continuation_ = std::noop_coroutine();
+};
+
+template <class T>
+class task_promise final : public task_promise_base {
+  // References are stored as pointers so that task<T&> works like task<T>.
+  using stored = std::conditional_t<std::is_reference_v<T>, std::add_pointer_t<T>, T>;
+
+ public:
+  task<T> get_return_object() noexcept;
+  void unhandled_exception() noexcept { result_.template emplace<2>(std::current_exception()); }
+
+  template <class U = T>
+    requires std::is_convertible_v<U&&, T>
+  void return_value(U&& value) noexcept(std::is_nothrow_constructible_v<stored, U&&>) {
+    if constexpr (std::is_reference_v<T>) {
+      T ref = static_cast<U&&>(value);
+      result_.template emplace<1>(std::addressof(ref));
+    } else {
+      result_.template emplace<1>(std::forward<U>(value));
+    }
+  }
+
+  T result() {
+    if (result_.index() == 2) std::rethrow_exception(std::get<2>(result_));
+    if constexpr (std::is_reference_v<T>) {
+      return static_cast<T>(*std::get<1>(result_));
+    } else {
+      return std::move(std::get<1>(result_));
+    }
+  }
+
+ private:
+  std::variant<std::monostate, stored, std::exception_ptr> result_;
+};
+
+template <>
+class task_promise<void> final : public task_promise_base {
+ public:
+  task<void> get_return_object() noexcept;
+  void unhandled_exception() noexcept { exception_ = std::current_exception(); }
+  void return_void() const noexcept {}
+  void result() const {
+    if (exception_) std::rethrow_exception(exception_);
+  }
+
+ private:
+  std::exception_ptr exception_;
+};
+
+}  // namespace detail
+
+template <class T>
+class [[nodiscard]] task {
+ public:
+  using promise_type = detail::task_promise<T>;
+  using value_type = T;
+
+  task() noexcept = default;
+  explicit task(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
+  task(task&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  task& operator=(task&& other) noexcept {
+    if (this != &other) {
+      if (handle_) handle_.destroy();
+      handle_ = std::exchange(other.handle_, nullptr);
+    }
+    return *this;
+  }
+  task(const task&) = delete;
+  task& operator=(const task&) = delete;
+  ~task() {
+    if (handle_) handle_.destroy();
+  }
+
+  // True when the task holds a coroutine (it was not moved from or default-constructed).
+  [[nodiscard]] bool valid() const noexcept { return handle_ != nullptr; }
+
+  class awaiter {
+   public:
+    explicit awaiter(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
+    bool await_ready() const noexcept { return !handle_ || handle_.done(); }
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) noexcept {
+      handle_.promise().set_continuation(caller);
+      return handle_;
+    }
+    T await_resume() {
+      if (!handle_) throw std::logic_error("uring::task: awaited an empty task (moved from?)");
+      return handle_.promise().result();
+    }
+
+   private:
+    std::coroutine_handle<promise_type> handle_;
+  };
+
+  awaiter operator co_await() & noexcept { return awaiter{handle_}; }
+  awaiter operator co_await() && noexcept { return awaiter{handle_}; }
+
+  // For the library's own drivers (executor::run, spawn): hands over the coroutine.
+  std::coroutine_handle<promise_type> release() noexcept { return std::exchange(handle_, nullptr); }
+
+ private:
+  std::coroutine_handle<promise_type> handle_;
+};
+
+namespace detail {
+template <class T>
+task<T> task_promise<T>::get_return_object() noexcept {
+  return task<T>{std::coroutine_handle<task_promise>::from_promise(*this)};
+}
+inline task<void> task_promise<void>::get_return_object() noexcept {
+  return task<void>{std::coroutine_handle<task_promise>::from_promise(*this)};
+}
+}  // namespace detail
+
+}  // namespace uring

@@ -1,0 +1,11 @@
+// uring/uring.hpp — everything, for applications that prefer one include.
+#pragma once
+
+#include "uring/buffer.hpp"
+#include "uring/error.hpp"
+#include "uring/executor.hpp"
+#include "uring/io.hpp"
+#include "uring/kernel_features.hpp"
+#include "uring/spawn.hpp"
+#include "uring/sync_wait.hpp"
+#include "uring/task.hpp"

@@ -1,0 +1,48 @@
+// backend.hpp — the private interface between an executor and "a ring".
+//
+// Provides: detail::backend, detail::completion, detail::make_native_backend.
+// Threads: a backend is used only by its executor's owner thread.
+//
+// A backend accepts prepared operations, hands them to the kernel (or its emulation) in batches, and
+// delivers CQE-shaped completions. user_data is the operation's address; 0 marks the library's own
+// fire-and-forget requests (a cancel), whose completions the executor ignores.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "uring/detail/operation.hpp"
+#include "uring/executor.hpp"
+
+namespace uring::detail {
+
+struct completion {
+  std::uint64_t user_data;
+  std::int32_t res;
+  std::uint32_t flags;
+};
+
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  // Queues `op` for the next enter. A full queue is flushed first; the operation is never lost.
+  virtual void prepare(operation& op) = 0;
+  // Hands every queued operation over in one call; with `wait`, blocks until a completion is available
+  // (or a signal interrupts the wait). Cheap when there is nothing to do.
+  virtual void enter(bool wait) = 0;
+  // Moves up to `max` completions into `out`, releasing their queue slots before anything is completed.
+  virtual std::size_t reap(completion* out, std::size_t max) = 0;
+  // Queues a request that makes every in-flight operation complete soon (with -ECANCELED where it was
+  // still waiting).
+  virtual void cancel_all() = 0;
+
+  [[nodiscard]] virtual bool registered_ring() const noexcept = 0;
+  [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;
+  [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;
+};
+
+std::unique_ptr<backend> make_native_backend(const executor::options& opts, executor_stats& stats);
+
+}  // namespace uring::detail

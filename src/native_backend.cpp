@@ -1,0 +1,213 @@
+// native_backend.cpp — the backend on a real io_uring, through liburing.
+//
+// The ring fd is registered right after setup, so liburing passes IORING_ENTER_REGISTERED_RING on every
+// enter (it keeps the registered index in ring.enter_ring_fd). Completions the kernel cannot take while
+// its CQ is busy are parked in backlog_ so that a flush forced by a full SQ never has to resume
+// coroutines from inside prepare().
+#include <liburing.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <deque>
+#include <system_error>
+
+#include "backend.hpp"
+#include "setup_error.hpp"
+#include "uring/error.hpp"
+
+namespace uring::detail {
+
+namespace {
+
+unsigned to_kernel(ring_flags f) {
+  unsigned k = 0;
+  if (any(f & ring_flags::submit_all)) k |= IORING_SETUP_SUBMIT_ALL;
+  if (any(f & ring_flags::coop_taskrun)) k |= IORING_SETUP_COOP_TASKRUN;
+  if (any(f & ring_flags::single_issuer)) k |= IORING_SETUP_SINGLE_ISSUER;
+  if (any(f & ring_flags::defer_taskrun)) k |= IORING_SETUP_DEFER_TASKRUN;
+  return k;
+}
+
+// Drops the newest flag (the highest bit) so that an older kernel gets a ring it understands. DEFER_TASKRUN
+// goes with SINGLE_ISSUER, which it requires.
+ring_flags drop_newest(ring_flags f) {
+  for (unsigned bit = 31; bit < 32; --bit) {
+    auto one = ring_flags(1u << bit);
+    if (any(f & one)) {
+      f = f & ~one;
+      if (one == ring_flags::single_issuer) f = f & ~ring_flags::defer_taskrun;
+      return f;
+    }
+  }
+  return f;
+}
+
+class native_backend final : public backend {
+ public:
+  native_backend(const executor::options& opts, executor_stats& stats) : stats_(stats) {
+    ring_flags want = opts.flags;
+    if (any(want & ring_flags::defer_taskrun)) want = want | ring_flags::single_issuer;
+    for (;;) {
+      io_uring_params params{};
+      params.flags = IORING_SETUP_CQSIZE | to_kernel(want);
+      params.cq_entries = opts.cq_entries != 0 ? opts.cq_entries : 4 * opts.sq_entries;
+      int r = io_uring_queue_init_params(opts.sq_entries, &ring_, &params);
+      if (r == 0) {
+        features_ = params.features;
+        break;
+      }
+      if (r == -EINVAL && any(want)) {
+        want = drop_newest(want);
+        continue;
+      }
+      throw std::system_error(-r, std::system_category(), explain_setup_error(-r));
+    }
+    active_ = want;
+    dropped_ = opts.flags & ~want;
+    defer_taskrun_ = any(want & ring_flags::defer_taskrun);
+    if (!(features_ & IORING_FEAT_NODROP)) {
+      io_uring_queue_exit(&ring_);
+      throw std::system_error(ENOTSUP, std::system_category(),
+                              "io_uring: the kernel lacks IORING_FEAT_NODROP (5.5+), so completions could be lost");
+    }
+    if (opts.register_ring_fd) {
+      // Returns 1 on success; -EBUSY when this thread's 16 slots are taken: then we keep the plain fd.
+      registered_ = io_uring_register_ring_fd(&ring_) == 1;
+      if (!registered_) ++stats_.registered_ring_fallbacks;
+    }
+  }
+
+  ~native_backend() override { io_uring_queue_exit(&ring_); }
+
+  native_backend(const native_backend&) = delete;
+  native_backend& operator=(const native_backend&) = delete;
+
+  void prepare(operation& op) override {
+    io_uring_sqe* sqe = next_sqe();
+    const io_request& r = op.request;
+    switch (r.code) {
+      case op_code::nop:
+        io_uring_prep_nop(sqe);
+        break;
+      case op_code::read:
+        io_uring_prep_read(sqe, r.fd, r.addr, r.len, r.offset);
+        break;
+      case op_code::write:
+        io_uring_prep_write(sqe, r.fd, r.addr, r.len, r.offset);
+        break;
+    }
+    io_uring_sqe_set_data(sqe, &op);
+  }
+
+  void enter(bool wait) override { submit(wait ? 1 : 0); }
+
+  std::size_t reap(completion* out, std::size_t max) override {
+    std::size_t n = 0;
+    while (n < max && !backlog_.empty()) {
+      out[n++] = backlog_.front();
+      backlog_.pop_front();
+    }
+    n += take_cqes(out + n, max - n);
+    return n;
+  }
+
+  void cancel_all() override {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+    io_uring_sqe_set_data64(sqe, 0);
+  }
+
+  bool registered_ring() const noexcept override { return registered_; }
+  ring_flags active_flags() const noexcept override { return active_; }
+  ring_flags dropped_flags() const noexcept override { return dropped_; }
+
+ private:
+  io_uring_sqe* next_sqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (sqe == nullptr) {
+      ++stats_.sq_full_flushes;
+      submit(0);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+
+  // One io_uring_submit_and_wait; liburing skips the syscall when there is nothing to submit, nothing to
+  // wait for and no overflow to flush. With DEFER_TASKRUN, completions are only posted when we ask for
+  // events, so a non-waiting turn asks too.
+  void submit(unsigned wait_nr) {
+    for (;;) {
+      unsigned queued = io_uring_sq_ready(&ring_);
+      int r;
+      if (wait_nr == 0 && defer_taskrun_) {
+        r = io_uring_submit_and_get_events(&ring_);
+        ++stats_.enters;
+      } else {
+        if (queued > 0 || wait_nr > 0) ++stats_.enters;
+        r = io_uring_submit_and_wait(&ring_, wait_nr);
+      }
+      if (r >= 0) {
+        stats_.sqes += static_cast<unsigned>(r);
+        return;
+      }
+      if (r == -EINTR) {
+        // A signal interrupted the wait; whatever was queued went in or is retried next turn.
+        if (io_uring_sq_ready(&ring_) == 0) return;
+        continue;
+      }
+      if (r == -EBUSY || r == -EAGAIN) {
+        // The CQ (and the kernel's overflow list) is full: park completions to make room, then retry.
+        park_completions();
+        wait_nr = 0;
+        continue;
+      }
+      throw_errno(-r, "io_uring_enter");
+    }
+  }
+
+  std::size_t take_cqes(completion* out, std::size_t max) {
+    constexpr unsigned kBatch = 64;
+    io_uring_cqe* cqes[kBatch];
+    std::size_t n = 0;
+    while (n < max) {
+      unsigned want = static_cast<unsigned>(std::min<std::size_t>(kBatch, max - n));
+      unsigned got = io_uring_peek_batch_cqe(&ring_, cqes, want);
+      for (unsigned i = 0; i < got; ++i) {
+        out[n++] = completion{cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
+      }
+      io_uring_cq_advance(&ring_, got);
+      if (got < want) break;
+    }
+    return n;
+  }
+
+  std::size_t park_completions() {
+    completion batch[64];
+    std::size_t total = 0;
+    for (;;) {
+      std::size_t n = take_cqes(batch, 64);
+      backlog_.insert(backlog_.end(), batch, batch + n);
+      total += n;
+      if (n < 64) break;
+    }
+    stats_.cq_backlogged += total;
+    return total;
+  }
+
+  io_uring ring_{};
+  executor_stats& stats_;
+  std::deque<completion> backlog_;
+  unsigned features_ = 0;
+  ring_flags active_ = ring_flags::none;
+  ring_flags dropped_ = ring_flags::none;
+  bool defer_taskrun_ = false;
+  bool registered_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<backend> make_native_backend(const executor::options& opts, executor_stats& stats) {
+  return std::make_unique<native_backend>(opts, stats);
+}
+
+}  // namespace uring::detail

@@ -1,0 +1,276 @@
+// executor: run, spawn, stop, batching into one enter per turn, misuse errors, and safe shutdown with
+// operations in flight.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <uring/uring.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using uring::executor;
+using uring::task;
+
+task<int> nops_then(int n, int value) {
+  for (int i = 0; i < n; ++i) co_await uring::nop();
+  co_return value;
+}
+
+TEST(Executor, RunReturnsTheTaskResult) {
+  executor ex;
+  EXPECT_EQ(ex.run(nops_then(10, 5)), 5);
+  EXPECT_EQ(ex.run(nops_then(1, 6)), 6);  // an executor runs again after a task finished
+  EXPECT_GE(ex.stats().cqes, 11u);
+}
+
+TEST(Executor, RegistersItsRingFdByDefault) {
+  executor ex;
+  EXPECT_TRUE(ex.registered_ring());
+  executor::options opts;
+  opts.register_ring_fd = false;
+  executor plain(opts);
+  EXPECT_FALSE(plain.registered_ring());
+  EXPECT_EQ(plain.run(nops_then(3, 1)), 1);
+}
+
+TEST(Executor, ConcurrentOperationsShareOneEnterPerTurn) {
+  executor ex;
+  constexpr int kTasks = 32, kRounds = 100;
+  int finished = 0;
+  auto worker = [](int& done) -> task<void> {
+    for (int i = 0; i < kRounds; ++i) co_await uring::nop();
+    ++done;
+  };
+  auto main_task = [&]() -> task<void> {
+    for (int i = 0; i < kTasks; ++i) uring::spawn(worker(finished));
+    while (finished < kTasks) co_await uring::nop();
+  };
+  ex.run(main_task());
+  EXPECT_EQ(finished, kTasks);
+  // 32 x 100 operations went in; batching means about one enter per round, far fewer than operations.
+  EXPECT_GE(ex.stats().sqes, std::uint64_t{kTasks * kRounds});
+  EXPECT_LT(ex.stats().enters, std::uint64_t{kTasks * kRounds / 8});
+}
+
+TEST(Executor, SpawnedWorkThatOutlivesRunContinuesOnTheNextRun) {
+  executor ex;
+  uring::test::pipe_pair p;
+  char byte = 0;
+  bool got = false;
+  auto reader = [&]() -> task<void> {
+    co_await uring::read(p.read_end.get(), std::span(&byte, 1));
+    got = true;
+  };
+  ex.run([&]() -> task<void> {
+    uring::spawn(reader());
+    co_await uring::nop();
+  }());
+  EXPECT_FALSE(got);  // still waiting on the pipe
+  ex.run([&]() -> task<void> {
+    co_await uring::write(p.write_end.get(), std::string_view("x"));
+    while (!got) co_await uring::nop();
+  }());
+  EXPECT_TRUE(got);
+  EXPECT_EQ(byte, 'x');
+}
+
+TEST(Executor, StopCancelsInFlightOperationsAndFreesFrames) {
+  executor ex;
+  uring::test::pipe_pair p;
+  int destroyed = 0;
+  struct sentinel {
+    int& count;
+    ~sentinel() { ++count; }
+  };
+  auto blocked_reader = [&]() -> task<void> {
+    sentinel s{destroyed};
+    char buf[8];
+    co_await uring::read(p.read_end.get(), buf);  // never satisfied: nobody writes
+    ADD_FAILURE() << "the read must not complete";
+  };
+  auto root = [&]() -> task<void> {
+    for (int i = 0; i < 10; ++i) uring::spawn(blocked_reader());
+    co_await uring::nop();
+    co_await uring::nop();
+    executor::current()->stop();
+    char buf[8];
+    co_await uring::read(p.read_end.get(), buf);  // the root blocks too
+  };
+  ex.run(root());  // task<void>: returns normally when stopped
+  EXPECT_EQ(destroyed, 10);
+}
+
+TEST(Executor, StoppedRunOfAValueTaskThrowsEcanceled) {
+  executor ex;
+  uring::test::pipe_pair p;
+  auto root = [&]() -> task<int> {
+    co_await uring::nop();
+    executor::current()->stop();
+    char buf[1];
+    co_return static_cast<int>(co_await uring::read(p.read_end.get(), buf));
+  };
+  try {
+    ex.run(root());
+    FAIL() << "expected ECANCELED";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), std::errc::operation_canceled);
+  }
+}
+
+TEST(Executor, SpawnedExceptionShutsDownAndIsRethrownFromRun) {
+  executor ex;
+  uring::test::pipe_pair p;
+  auto failing = []() -> task<void> {
+    co_await uring::nop();
+    throw std::runtime_error("spawned failure");
+  };
+  auto root = [&]() -> task<void> {
+    uring::spawn(failing());
+    char buf[1];
+    co_await uring::read(p.read_end.get(), buf);  // would block forever
+  };
+  try {
+    ex.run(root());
+    FAIL() << "expected the spawned task's exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "spawned failure");
+  }
+  EXPECT_EQ(ex.run(nops_then(2, 3)), 3);  // the executor is usable afterwards
+}
+
+TEST(Executor, DestructorDrainsPendingOperations) {
+  uring::test::pipe_pair p;
+  int destroyed = 0;
+  {
+    executor ex;
+    struct sentinel {
+      int& count;
+      ~sentinel() { ++count; }
+    };
+    auto blocked = [&]() -> task<void> {
+      sentinel s{destroyed};
+      char buf[4];
+      co_await uring::read(p.read_end.get(), buf);
+    };
+    ex.run([&]() -> task<void> {
+      for (int i = 0; i < 5; ++i) uring::spawn(blocked());
+      co_await uring::nop();
+    }());
+    EXPECT_EQ(destroyed, 0);
+  }
+  EXPECT_EQ(destroyed, 5);
+}
+
+TEST(Executor, ManyOperationsThroughATinyRingAreNeverLost) {
+  executor::options opts;
+  opts.sq_entries = 8;
+  opts.cq_entries = 16;
+  executor ex(opts);
+  const long total = uring::test::scaled(100'000);
+  constexpr int kWorkers = 1000;
+  long completed = 0;
+  int workers_done = 0;
+  auto worker = [&](long n) -> task<void> {
+    for (long i = 0; i < n; ++i) {
+      co_await uring::nop();
+      ++completed;
+    }
+    ++workers_done;
+  };
+  ex.run([&]() -> task<void> {
+    long per = total / kWorkers, rest = total % kWorkers;
+    for (int w = 0; w < kWorkers; ++w) uring::spawn(worker(per + (w < rest ? 1 : 0)));
+    while (workers_done < kWorkers) co_await uring::nop();
+  }());
+  EXPECT_EQ(completed, total);
+  EXPECT_GT(ex.stats().sq_full_flushes, 0u);
+}
+
+TEST(Executor, RunFromAnotherThreadIsRefused) {
+  executor ex;
+  std::string message;
+  std::thread([&] {
+    try {
+      ex.run(nops_then(1, 1));
+    } catch (const std::logic_error& e) {
+      message = e.what();
+    }
+  }).join();
+  EXPECT_NE(message.find("owner thread"), std::string::npos) << message;
+}
+
+TEST(Executor, RunIsNotReentrant) {
+  executor ex;
+  auto root = [&]() -> task<void> { ex.run(nops_then(1, 1)); co_return; };
+  EXPECT_THROW(ex.run(root()), std::logic_error);
+}
+
+TEST(Executor, SyncWaitInsideARunningExecutorIsRefused) {
+  executor ex;
+  auto root = []() -> task<void> {
+    uring::sync_wait(nops_then(1, 1));
+    co_return;
+  };
+  EXPECT_THROW(ex.run(root()), std::logic_error);
+}
+
+TEST(Executor, AwaitingWithoutARunningExecutorIsAClearError) {
+  auto t = []() -> task<void> { co_await uring::nop(); }();
+  // Driving the coroutine by hand, outside any executor: the await must refuse, not crash.
+  auto h = t.release();
+  h.resume();
+  ASSERT_TRUE(h.done());
+  try {
+    h.promise().result();
+    FAIL() << "expected logic_error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no executor is running"), std::string::npos) << e.what();
+  }
+  h.destroy();
+  EXPECT_THROW(uring::spawn(nops_then(1, 1)), std::logic_error);
+}
+
+TEST(Executor, FlagsTheKernelRefusesAreDroppedAndReported) {
+  executor::options opts;
+  opts.flags = uring::ring_flags::submit_all | uring::ring_flags::coop_taskrun | uring::ring_flags::single_issuer |
+               uring::ring_flags::defer_taskrun;
+  executor ex(opts);
+  // Kernel 6.1+ accepts all four; whatever it refused is reported, and the two sets never overlap.
+  EXPECT_EQ(ex.active_flags() | ex.dropped_flags(), opts.flags);
+  EXPECT_EQ(ex.active_flags() & ex.dropped_flags(), uring::ring_flags::none);
+  EXPECT_EQ(ex.run(nops_then(100, 9)), 9);
+  EXPECT_EQ(uring::to_string(uring::ring_flags::submit_all | uring::ring_flags::defer_taskrun),
+            "SUBMIT_ALL|DEFER_TASKRUN");
+}
+
+TEST(Executor, DeferTaskrunRingMakesProgressWithReadyWork) {
+  executor::options opts;
+  opts.flags = uring::ring_flags::single_issuer | uring::ring_flags::defer_taskrun;
+  executor ex(opts);
+  if (!uring::any(ex.active_flags() & uring::ring_flags::defer_taskrun)) GTEST_SKIP() << "kernel lacks DEFER_TASKRUN";
+  // A coroutine that always has ready work (it respawns itself) must not starve the I/O.
+  bool io_done = false;
+  int spins = 0;
+  struct spinner {
+    static task<void> run(bool& done, int& count) {
+      ++count;
+      if (!done) uring::spawn(run(done, count));
+      co_return;
+    }
+  };
+  ex.run([&]() -> task<void> {
+    uring::spawn(spinner::run(io_done, spins));
+    co_await nops_then(50, 0);
+    io_done = true;
+  }());
+  EXPECT_TRUE(io_done);
+  EXPECT_GT(spins, 0);
+}
+
+}  // namespace

@@ -1,0 +1,174 @@
+// nop, read and write on pipes and files: results, offsets, EOF, errors and the nothrow form.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <uring/uring.hpp>
+
+#include "test_util.hpp"
+
+namespace {
+
+using uring::task;
+using uring::test::pipe_pair;
+using uring::test::temp_file;
+
+template <class F>
+auto run(F&& body) {
+  return uring::sync_wait(body());
+}
+
+TEST(Io, NopCompletes) {
+  run([]() -> task<void> { co_await uring::nop(); });
+  auto r = run([]() -> task<uring::io_result> { co_return co_await uring::nop().nothrow(); });
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.res, 0);
+}
+
+TEST(Io, PipeRoundTrip) {
+  pipe_pair p;
+  std::string got = run([&]() -> task<std::string> {
+    std::size_t w = co_await uring::write(p.write_end.get(), std::string_view("hello pipe"));
+    EXPECT_EQ(w, 10u);
+    std::array<char, 64> buf{};
+    std::size_t n = co_await uring::read(p.read_end.get(), buf);
+    co_return std::string(buf.data(), n);
+  });
+  EXPECT_EQ(got, "hello pipe");
+}
+
+TEST(Io, ReadWaitsForAWriterInAnotherCoroutine) {
+  pipe_pair p;
+  std::string got = run([&]() -> task<std::string> {
+    auto writer = [&]() -> task<void> {
+      for (int i = 0; i < 3; ++i) co_await uring::nop();  // let the reader park first
+      co_await uring::write(p.write_end.get(), std::string_view("late"));
+    };
+    uring::spawn(writer());
+    std::vector<std::byte> buf(16);
+    std::size_t n = co_await uring::read(p.read_end.get(), buf);
+    co_return std::string(reinterpret_cast<const char*>(buf.data()), n);
+  });
+  EXPECT_EQ(got, "late");
+}
+
+TEST(Io, ReadReturnsZeroAtEndOfFile) {
+  pipe_pair p;
+  p.write_end.reset();
+  std::size_t n = run([&]() -> task<std::size_t> {
+    char buf[8];
+    co_return co_await uring::read(p.read_end.get(), buf);
+  });
+  EXPECT_EQ(n, 0u);
+}
+
+TEST(Io, FileReadsAndWritesAtOffsets) {
+  auto f = temp_file();
+  std::string got = run([&]() -> task<std::string> {
+    co_await uring::write(f.get(), std::string_view("0123456789"), 0);
+    co_await uring::write(f.get(), std::string_view("abc"), 4);  // overwrite in the middle
+    co_await uring::write(f.get(), std::string_view("XYZ"), 20);  // past the end: leaves a hole
+    std::array<char, 32> buf{};
+    std::size_t n = co_await uring::read(f.get(), buf, 0);
+    EXPECT_EQ(n, 23u);
+    EXPECT_EQ(buf[10], '\0');  // the hole reads as zeros
+    std::size_t tail = co_await uring::read(f.get(), std::span(buf.data(), 3), 20);
+    EXPECT_EQ(std::string(buf.data(), tail), "XYZ");
+    std::size_t past = co_await uring::read(f.get(), buf, 100);
+    EXPECT_EQ(past, 0u);
+    co_await uring::read(f.get(), buf, 0);
+    co_return std::string(buf.data(), 10);
+  });
+  EXPECT_EQ(got, "0123abc789");
+}
+
+TEST(Io, CurrentPositionAdvancesTheFileOffset) {
+  auto f = temp_file();
+  ASSERT_EQ(::write(f.get(), "abcdef", 6), 6);
+  ASSERT_EQ(::lseek(f.get(), 0, SEEK_SET), 0);
+  std::string got = run([&]() -> task<std::string> {
+    char a[2], b[2];
+    co_await uring::read(f.get(), a);  // current_position by default
+    co_await uring::read(f.get(), b);
+    co_return std::string(a, 2) + "|" + std::string(b, 2);
+  });
+  EXPECT_EQ(got, "ab|cd");
+  EXPECT_EQ(::lseek(f.get(), 0, SEEK_CUR), 4);
+}
+
+TEST(Io, ErrorsThrowSystemErrorNamingTheOperation) {
+  auto attempt = [](auto make_op) {
+    try {
+      run([&]() -> task<void> { co_await make_op(); });
+    } catch (const std::system_error& e) {
+      return std::pair<std::error_code, std::string>(e.code(), e.what());
+    }
+    return std::pair<std::error_code, std::string>();
+  };
+  char buf[4];
+  auto [code, what] = attempt([&] { return uring::read(-1, buf); });
+  EXPECT_EQ(code, std::errc::bad_file_descriptor);
+  EXPECT_EQ(what.rfind("read: ", 0), 0u) << what;
+
+  auto [wcode, wwhat] = attempt([&] { return uring::write(12345, std::string_view("x")); });
+  EXPECT_EQ(wcode, std::errc::bad_file_descriptor);
+  EXPECT_EQ(wwhat.rfind("write: ", 0), 0u) << wwhat;
+
+  // Reading from the write end of a pipe.
+  pipe_pair p;
+  auto [rcode, rwhat] = attempt([&] { return uring::read(p.write_end.get(), buf); });
+  EXPECT_EQ(rcode, std::errc::bad_file_descriptor);
+}
+
+TEST(Io, NothrowFormYieldsTheErrno) {
+  char buf[4];
+  auto r = run([&]() -> task<uring::io_result> { co_return co_await uring::read(-1, buf).nothrow(); });
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.res, -EBADF);
+  EXPECT_EQ(r.error(), std::errc::bad_file_descriptor);
+}
+
+TEST(Io, WriteToAPipeWithNoReaderFailsWithEpipe) {
+  struct sigaction ignore {}, old{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old), 0);
+  pipe_pair p;
+  p.read_end.reset();
+  auto r = run([&]() -> task<uring::io_result> {
+    co_return co_await uring::write(p.write_end.get(), std::string_view("lost")).nothrow();
+  });
+  ::sigaction(SIGPIPE, &old, nullptr);
+  EXPECT_EQ(r.res, -EPIPE);
+}
+
+TEST(Io, LargeTransfersThroughAPipeArriveIntact) {
+  pipe_pair p;
+  std::string payload(1 << 20, '\0');
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>('a' + i % 26);
+  std::string received = run([&]() -> task<std::string> {
+    auto writer = [&]() -> task<void> {
+      std::size_t off = 0;
+      while (off < payload.size()) {  // short writes are legal: loop
+        off += co_await uring::write(p.write_end.get(), std::string_view(payload).substr(off));
+      }
+      p.write_end.reset();
+    };
+    uring::spawn(writer());
+    std::string out;
+    std::array<char, 4096> buf;
+    for (;;) {
+      std::size_t n = co_await uring::read(p.read_end.get(), buf);
+      if (n == 0) break;
+      out.append(buf.data(), n);
+    }
+    co_return out;
+  });
+  EXPECT_EQ(received.size(), payload.size());
+  EXPECT_TRUE(received == payload);
+}
+
+}  // namespace
