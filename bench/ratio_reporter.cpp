@@ -7,10 +7,13 @@ namespace uring::bench {
 void ratio_reporter::ReportRuns(const std::vector<Run>& runs) {
   ConsoleReporter::ReportRuns(runs);
   for (const Run& run : runs) {
-    if (run.error_occurred || run.run_type != Run::RT_Iteration) continue;
+    if (run.error_occurred) continue;
+    // With --benchmark_repetitions, keep only the median; otherwise the single run.
+    bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+    if (!median && (run.run_type != Run::RT_Iteration || run.repetitions > 1)) continue;
     auto it = run.counters.find("items_per_second");
     if (it == run.counters.end()) continue;
-    std::string name = run.benchmark_name();
+    std::string name = run.run_name.function_name + (run.run_name.args.empty() ? "" : "/" + run.run_name.args);
     auto first = name.find('/'), second = name.find('/', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
     auto third = name.find('/', second + 1);

@@ -27,15 +27,15 @@ class backend {
  public:
   virtual ~backend() = default;
 
-  // Queues `op` for the next enter. A full queue is flushed first; the operation is never lost.
-  virtual void prepare(operation& op) = 0;
-  // Hands every queued operation over in one call; with `wait`, blocks until a completion is available
-  // (or a signal interrupts the wait). Cheap when there is nothing to do.
-  virtual void enter(bool wait) = 0;
+  // Hands the operations of the list starting at `first` (linked by operation::next, in order) over in one
+  // call, and with `wait` blocks until a completion is available (or a signal interrupts the wait). A list
+  // longer than the submission queue costs extra submits, never a lost operation. Cheap when there is
+  // nothing to do. One virtual call per turn, not per operation.
+  virtual void submit(operation* first, bool wait) = 0;
   // Moves up to `max` completions into `out`, releasing their queue slots before anything is completed.
   virtual std::size_t reap(completion* out, std::size_t max) = 0;
-  // Queues a request that makes every in-flight operation complete soon (with -ECANCELED where it was
-  // still waiting).
+  // Asks every submitted operation to complete soon (with -ECANCELED where it was still waiting); the
+  // request goes out with the next submit.
   virtual void cancel_all() = 0;
 
   [[nodiscard]] virtual bool registered_ring() const noexcept = 0;

@@ -12,22 +12,19 @@
 
 namespace uring {
 
-namespace {
-thread_local executor* t_running = nullptr;
-}  // namespace
-
 struct executor::impl {
+  explicit impl(detail::op_queue& q) : queue(q) {}
+
+  detail::op_queue& queue;  // lives in the executor itself, for the inline submit path
   std::thread::id owner = std::this_thread::get_id();
   executor_stats stats;
   std::unique_ptr<detail::backend> backend;
   std::vector<std::coroutine_handle<>> ready;
   std::vector<std::coroutine_handle<>> resuming;  // the turn's batch; kept to reuse its capacity
   detail::spawn_node spawned;                     // sentinel of the circular list of live spawned frames
-  std::size_t inflight = 0;                       // submitted operations whose completion is not reaped
   std::exception_ptr failure;                     // first exception that escaped a spawned task
   bool running = false;
   bool stop_requested = false;
-  bool shutting_down = false;
 
   void check_owner(const char* what) const {
     if (std::this_thread::get_id() != owner) {
@@ -51,10 +48,9 @@ struct executor::impl {
       stats.cqes += n;
       for (std::size_t i = 0; i < n; ++i) {
         if (batch[i].user_data == 0) continue;  // our own fire-and-forget request
-        --inflight;
-        if (shutting_down) continue;
-        auto* op = reinterpret_cast<detail::operation*>(batch[i].user_data);
-        op->complete(op, batch[i].res, batch[i].flags);
+        --queue.inflight;
+        if (queue.closed) continue;
+        reinterpret_cast<detail::operation*>(batch[i].user_data)->finish(batch[i].res, batch[i].flags);
       }
       if (n < kBatch) return;
     }
@@ -63,12 +59,14 @@ struct executor::impl {
   // Cancels and drains every in-flight operation, then destroys the spawned frames. After it, no
   // completion can refer to a frame, so frames may be freed.
   void shutdown() noexcept {
-    shutting_down = true;
+    queue.closed = true;
+    // Operations awaited this turn never reached the kernel: forget them.
+    for (detail::operation* op = queue.take_all(); op != nullptr; op = op->next) --queue.inflight;
     try {
-      if (inflight > 0) {
+      if (queue.inflight > 0) {
         backend->cancel_all();
-        while (inflight > 0) {
-          backend->enter(true);
+        while (queue.inflight > 0) {
+          backend->submit(nullptr, true);
           reap_and_complete();
         }
       }
@@ -76,7 +74,7 @@ struct executor::impl {
       // The ring no longer answers: closing it makes the kernel cancel and reap everything it holds.
       std::fprintf(stderr, "uring: executor shutdown could not drain its ring (%s); closing it\n", e.what());
       backend.reset();
-      inflight = 0;
+      queue.inflight = 0;
     }
     while (spawned.next != &spawned) {
       detail::spawn_node* node = spawned.next;
@@ -84,7 +82,7 @@ struct executor::impl {
       node->frame.destroy();
     }
     ready.clear();
-    shutting_down = false;
+    queue.closed = backend == nullptr;  // a closed ring stays closed
   }
 
   static void unlink(detail::spawn_node& node) noexcept {
@@ -112,7 +110,7 @@ std::string to_string(ring_flags f) {
 
 executor::executor() : executor(options{}) {}
 
-executor::executor(const options& opts) : impl_(std::make_unique<impl>()) {
+executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) {
   impl_->spawned.prev = impl_->spawned.next = &impl_->spawned;
   impl_->backend = detail::make_native_backend(opts, impl_->stats);
 }
@@ -124,8 +122,6 @@ executor::~executor() {
   }
   impl_->shutdown();
 }
-
-executor* executor::current() noexcept { return t_running; }
 
 void executor::stop() noexcept { impl_->stop_requested = true; }
 
@@ -145,7 +141,7 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
   impl& im = *impl_;
   im.check_owner("executor::run");
   if (im.running) throw std::logic_error("executor::run: not re-entrant");
-  if (t_running != nullptr) throw std::logic_error("executor::run: another executor is running on this thread");
+  if (detail::t_running != nullptr) throw std::logic_error("executor::run: another executor is running on this thread");
   if (!im.backend) throw std::logic_error("executor::run: the executor's ring failed earlier and was closed");
 
   struct running_scope {
@@ -153,11 +149,11 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
     executor* self;
     running_scope(impl& i, executor* s) : im(i), self(s) {
       im.running = true;
-      t_running = self;
+      detail::t_running = self;
     }
     ~running_scope() {
       im.running = false;
-      t_running = nullptr;
+      detail::t_running = nullptr;
     }
   } scope(im, this);
 
@@ -175,28 +171,24 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
         im.shutdown();
         return false;
       }
-      im.backend->enter(im.ready.empty());
+      im.backend->submit(queue_.take_all(), im.ready.empty());
       im.reap_and_complete();
     }
   } catch (...) {
     // The loop itself failed (the ring refused an enter): make frames safe before the caller frees them.
-    if (im.inflight > 0 || im.spawned.next != &im.spawned) im.shutdown();
+    if (queue_.inflight > 0 || im.spawned.next != &im.spawned) im.shutdown();
     throw;
   }
 }
 
 namespace detail {
 
-executor& executor_access::current(const char* what) {
-  if (t_running == nullptr) throw std::logic_error(std::string(what) + ": no executor is running on this thread");
-  return *t_running;
+void executor_access::no_executor(const char* what) {
+  throw std::logic_error(std::string(what) + ": no executor is running on this thread");
 }
 
-void executor_access::submit(executor& ex, operation& op) {
-  auto& im = *ex.impl_;
-  if (im.shutting_down) throw std::logic_error("uring: an operation was started while its executor shuts down");
-  im.backend->prepare(op);
-  ++im.inflight;
+void executor_access::refuse_while_closed() {
+  throw std::logic_error("uring: an operation was started while its executor shuts down (or after its ring failed)");
 }
 
 void executor_access::schedule(executor& ex, std::coroutine_handle<> h) { ex.impl_->ready.push_back(h); }

@@ -82,24 +82,10 @@ class native_backend final : public backend {
   native_backend(const native_backend&) = delete;
   native_backend& operator=(const native_backend&) = delete;
 
-  void prepare(operation& op) override {
-    io_uring_sqe* sqe = next_sqe();
-    const io_request& r = op.request;
-    switch (r.code) {
-      case op_code::nop:
-        io_uring_prep_nop(sqe);
-        break;
-      case op_code::read:
-        io_uring_prep_read(sqe, r.fd, r.addr, r.len, r.offset);
-        break;
-      case op_code::write:
-        io_uring_prep_write(sqe, r.fd, r.addr, r.len, r.offset);
-        break;
-    }
-    io_uring_sqe_set_data(sqe, &op);
+  void submit(operation* first, bool wait) override {
+    for (operation* op = first; op != nullptr; op = op->next) prepare(*op);
+    enter(wait ? 1 : 0);
   }
-
-  void enter(bool wait) override { submit(wait ? 1 : 0); }
 
   std::size_t reap(completion* out, std::size_t max) override {
     std::size_t n = 0;
@@ -122,11 +108,33 @@ class native_backend final : public backend {
   ring_flags dropped_flags() const noexcept override { return dropped_; }
 
  private:
+  void prepare(operation& op) {
+    io_uring_sqe* sqe = next_sqe();
+    const io_request& r = op.request;
+    switch (r.code) {
+      case op_code::nop:
+        io_uring_prep_nop(sqe);
+        break;
+      case op_code::read:
+        io_uring_prep_read(sqe, r.fd, r.addr, r.len, r.offset);
+        break;
+      case op_code::write:
+        io_uring_prep_write(sqe, r.fd, r.addr, r.len, r.offset);
+        break;
+    }
+    io_uring_sqe_set_data(sqe, &op);
+  }
+
   io_uring_sqe* next_sqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    return sqe != nullptr ? sqe : flush_for_sqe();
+  }
+
+  [[gnu::noinline]] io_uring_sqe* flush_for_sqe() {
+    io_uring_sqe* sqe = nullptr;
     while (sqe == nullptr) {
       ++stats_.sq_full_flushes;
-      submit(0);
+      enter(0);
       sqe = io_uring_get_sqe(&ring_);
     }
     return sqe;
@@ -135,7 +143,7 @@ class native_backend final : public backend {
   // One io_uring_submit_and_wait; liburing skips the syscall when there is nothing to submit, nothing to
   // wait for and no overflow to flush. With DEFER_TASKRUN, completions are only posted when we ask for
   // events, so a non-waiting turn asks too.
-  void submit(unsigned wait_nr) {
+  void enter(unsigned wait_nr) {
     for (;;) {
       unsigned queued = io_uring_sq_ready(&ring_);
       int r;

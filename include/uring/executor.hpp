@@ -24,6 +24,7 @@
 #include <system_error>
 #include <type_traits>
 
+#include "uring/detail/operation.hpp"
 #include "uring/task.hpp"
 
 namespace uring {
@@ -58,10 +59,13 @@ struct executor_stats {
   std::uint64_t registered_ring_fallbacks = 0;  // ring fd could not be registered (slots used up)
 };
 
+class executor;
+
 namespace detail {
-struct operation;
 struct spawn_node;
 struct executor_access;
+// The executor whose run() is active on this thread. Inline so that awaiting an operation needs no call.
+inline thread_local executor* t_running = nullptr;
 }  // namespace detail
 
 class executor {
@@ -96,7 +100,7 @@ class executor {
   void stop() noexcept;
 
   // The executor whose run() is active on this thread, or nullptr.
-  static executor* current() noexcept;
+  static executor* current() noexcept { return detail::t_running; }
 
   [[nodiscard]] const executor_stats& stats() const noexcept;
   // True when the ring fd is registered, i.e. every enter uses IORING_ENTER_REGISTERED_RING.
@@ -112,6 +116,7 @@ class executor {
   // Drives the loop until `root` is done; returns false when the executor was stopped first.
   bool run_until_done(std::coroutine_handle<> root);
 
+  detail::op_queue queue_;
   std::unique_ptr<impl> impl_;
 };
 
@@ -119,9 +124,17 @@ namespace detail {
 // The library's own door into an executor: for awaitables and spawn, not for applications.
 struct executor_access {
   // The executor running on this thread; throws std::logic_error naming `what` if there is none.
-  static executor& current(const char* what);
-  // Queues `op` for the next enter. Never loses it: a full SQ is flushed first.
-  static void submit(executor& ex, operation& op);
+  static executor& current(const char* what) {
+    if (t_running == nullptr) [[unlikely]] no_executor(what);
+    return *t_running;
+  }
+  // Queues `op` for the turn's enter, which hands all of them to the backend at once.
+  static void submit(executor& ex, operation& op) {
+    if (ex.queue_.closed) [[unlikely]] refuse_while_closed();
+    ex.queue_.push(op);
+  }
+  [[noreturn]] static void no_executor(const char* what);
+  [[noreturn]] static void refuse_while_closed();
   // Resumes `h` on a later turn of ex's loop (owner thread only).
   static void schedule(executor& ex, std::coroutine_handle<> h);
   // Spawned frames are owned by the executor until they finish, so that shutdown can free them safely.

@@ -31,24 +31,21 @@ namespace detail {
 template <class Result, bool Throw = true>
 class [[nodiscard]] io_awaitable : private operation {
  public:
-  io_awaitable(const char* name, const io_request& req) noexcept : name_(name) {
-    complete = &on_complete;
-    request = req;
-  }
+  io_awaitable(const char* name, const io_request& req) noexcept : name_(name) { request = req; }
   io_awaitable(const io_awaitable&) = delete;
   io_awaitable& operator=(const io_awaitable&) = delete;
 
   bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> waiter) {
-    waiter_ = waiter;
+  void await_suspend(std::coroutine_handle<> h) {
+    waiter = h;
     executor_access::submit(executor_access::current(name_), *this);
   }
   auto await_resume() {
     if constexpr (!Throw) {
-      return io_result{res_};
+      return io_result{res};
     } else {
-      if (res_ < 0) throw_errno(-res_, name_);
-      if constexpr (!std::is_void_v<Result>) return static_cast<Result>(res_);
+      if (res < 0) throw_errno(-res, name_);
+      if constexpr (!std::is_void_v<Result>) return static_cast<Result>(res);
     }
   }
 
@@ -60,15 +57,7 @@ class [[nodiscard]] io_awaitable : private operation {
   }
 
  private:
-  static void on_complete(operation* op, std::int32_t res, std::uint32_t /*flags*/) noexcept {
-    auto* self = static_cast<io_awaitable*>(op);
-    self->res_ = res;
-    self->waiter_.resume();
-  }
-
   const char* name_;
-  std::coroutine_handle<> waiter_;
-  std::int32_t res_ = 0;
 };
 
 // Linux moves at most this many bytes in one read or write (MAX_RW_COUNT); longer buffers are clamped,
