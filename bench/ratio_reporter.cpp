@@ -1,8 +1,15 @@
 #include "ratio_reporter.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 namespace uring::bench {
+
+ratio_reporter::ratio_reporter(std::map<std::string, std::string> baselines)
+    : ConsoleReporter(::isatty(STDOUT_FILENO) ? OO_ColorTabular : OO_Tabular), baselines_(std::move(baselines)) {}
 
 void ratio_reporter::ReportRuns(const std::vector<Run>& runs) {
   ConsoleReporter::ReportRuns(runs);
@@ -25,6 +32,10 @@ void ratio_reporter::ReportRuns(const std::vector<Run>& runs) {
 
 void ratio_reporter::Finalize() {
   ConsoleReporter::Finalize();
+  std::sort(figures_.begin(), figures_.end(), [](const figure& a, const figure& b) {
+    auto num = [](const std::string& s) { return std::atol(s.c_str()); };
+    return std::make_tuple(a.group, num(a.arg), a.variant) < std::make_tuple(b.group, num(b.arg), b.variant);
+  });
   std::printf("\n%-10s %-22s %-6s %14s %8s\n", "group", "variant", "arg", "M items/s", "ratio");
   for (const figure& f : figures_) {
     double base = 0;

@@ -16,7 +16,7 @@ namespace uring::bench {
 class ratio_reporter : public benchmark::ConsoleReporter {
  public:
   // baselines: group -> the variant the others are compared with.
-  explicit ratio_reporter(std::map<std::string, std::string> baselines) : baselines_(std::move(baselines)) {}
+  explicit ratio_reporter(std::map<std::string, std::string> baselines);
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;
 

@@ -33,6 +33,7 @@ struct executor::impl {
   }
 
   void run_ready() {
+    if (ready.empty()) return;
     resuming.swap(ready);
     for (auto h : resuming) h.resume();
     resuming.clear();
@@ -46,6 +47,9 @@ struct executor::impl {
     for (;;) {
       std::size_t n = backend->reap(batch, kBatch);
       stats.cqes += n;
+      // The kernel's work between two turns evicts most coroutine frames from L1: fetch the whole
+      // batch's operations (which sit in those frames) before resuming the first one.
+      for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(batch[i].user_data));
       for (std::size_t i = 0; i < n; ++i) {
         if (batch[i].user_data == 0) continue;  // our own fire-and-forget request
         --queue.inflight;
