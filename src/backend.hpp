@@ -14,6 +14,7 @@
 
 #include "uring/detail/operation.hpp"
 #include "uring/executor.hpp"
+#include "uring/plan.hpp"
 
 namespace uring::detail {
 
@@ -43,6 +44,8 @@ class backend {
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;
 };
 
-std::unique_ptr<backend> make_native_backend(const executor::options& opts, executor_stats& stats);
+// `plan` says which setup flags to ask for and whether to register the ring fd; `opts` gives the sizes.
+std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,
+                                             executor_stats& stats);
 
 }  // namespace uring::detail

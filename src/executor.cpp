@@ -18,6 +18,7 @@ struct executor::impl {
   detail::op_queue& queue;  // lives in the executor itself, for the inline submit path
   std::thread::id owner = std::this_thread::get_id();
   executor_stats stats;
+  executor_plan plan;
   std::unique_ptr<detail::backend> backend;
   std::vector<std::coroutine_handle<>> ready;
   std::vector<std::coroutine_handle<>> resuming;  // the turn's batch; kept to reuse its capacity
@@ -96,27 +97,12 @@ struct executor::impl {
   }
 };
 
-std::string to_string(ring_flags f) {
-  static constexpr std::pair<ring_flags, const char*> kNames[] = {
-      {ring_flags::submit_all, "SUBMIT_ALL"},
-      {ring_flags::coop_taskrun, "COOP_TASKRUN"},
-      {ring_flags::single_issuer, "SINGLE_ISSUER"},
-      {ring_flags::defer_taskrun, "DEFER_TASKRUN"},
-  };
-  std::string out;
-  for (auto [flag, name] : kNames) {
-    if (!any(f & flag)) continue;
-    if (!out.empty()) out += '|';
-    out += name;
-  }
-  return out.empty() ? "none" : out;
-}
-
 executor::executor() : executor(options{}) {}
 
 executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) {
   impl_->spawned.prev = impl_->spawned.next = &impl_->spawned;
-  impl_->backend = detail::make_native_backend(opts, impl_->stats);
+  impl_->plan = make_plan(probed_kernel(), opts, plan_overrides::from_environment());
+  impl_->backend = detail::make_native_backend(opts, impl_->plan, impl_->stats);
 }
 
 executor::~executor() {
@@ -130,6 +116,8 @@ executor::~executor() {
 void executor::stop() noexcept { impl_->stop_requested = true; }
 
 const executor_stats& executor::stats() const noexcept { return impl_->stats; }
+
+const executor_plan& executor::plan() const noexcept { return impl_->plan; }
 
 bool executor::registered_ring() const noexcept { return impl_->backend && impl_->backend->registered_ring(); }
 

@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 
 #include <array>
+#include <utility>
 #include <cstdio>
 
 #include "setup_error.hpp"
@@ -69,7 +70,31 @@ kernel_features probe_kernel() {
   }
   f.registered_ring_fd = io_uring_register_ring_fd(&ring) == 1;
   io_uring_queue_exit(&ring);
+
+  // Each setup flag on a ring of its own: a kernel that refuses one says EINVAL.
+  constexpr std::pair<ring_flags, unsigned> kSetup[] = {
+      {ring_flags::submit_all, IORING_SETUP_SUBMIT_ALL},
+      {ring_flags::coop_taskrun, IORING_SETUP_COOP_TASKRUN},
+      {ring_flags::single_issuer, IORING_SETUP_SINGLE_ISSUER},
+      {ring_flags::defer_taskrun, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN},
+  };
+  for (auto [flag, bits] : kSetup) {
+    io_uring probe_ring{};
+    io_uring_params p{};
+    p.flags = bits;
+    if (io_uring_queue_init_params(2, &probe_ring, &p) == 0) {
+      f.setup_flags = f.setup_flags | flag;
+      io_uring_queue_exit(&probe_ring);
+    }
+  }
+  f.msg_ring = f.supports(IORING_OP_MSG_RING);
+  f.send_zc = f.supports(IORING_OP_SEND_ZC);
   return f;
+}
+
+const kernel_features& probed_kernel() {
+  static const kernel_features features = probe_kernel();
+  return features;
 }
 
 std::string to_string(const kernel_features& f) {
@@ -82,6 +107,8 @@ std::string to_string(const kernel_features& f) {
   }
   out += "io_uring          usable\n";
   out += std::string("registered ring   ") + (f.registered_ring_fd ? "yes" : "no") + "\n";
+  out += "setup flags       " + to_string(f.setup_flags) + "\n";
+  out += std::string("msg_ring          ") + (f.msg_ring ? "yes" : "no") + "\n";
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
     if (f.feature_bits & (1u << bit)) out += " " + feature_name(bit);

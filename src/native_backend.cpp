@@ -44,8 +44,8 @@ ring_flags drop_newest(ring_flags f) {
 
 class native_backend final : public backend {
  public:
-  native_backend(const executor::options& opts, executor_stats& stats) : stats_(stats) {
-    ring_flags want = opts.flags;
+  native_backend(const executor_options& opts, const executor_plan& plan, executor_stats& stats) : stats_(stats) {
+    ring_flags want = plan.flags;
     if (any(want & ring_flags::defer_taskrun)) want = want | ring_flags::single_issuer;
     for (;;) {
       io_uring_params params{};
@@ -63,14 +63,14 @@ class native_backend final : public backend {
       throw std::system_error(-r, std::system_category(), explain_setup_error(-r));
     }
     active_ = want;
-    dropped_ = opts.flags & ~want;
+    dropped_ = opts.flags & ~want;  // whatever the plan or the kernel took away
     defer_taskrun_ = any(want & ring_flags::defer_taskrun);
     if (!(features_ & IORING_FEAT_NODROP)) {
       io_uring_queue_exit(&ring_);
       throw std::system_error(ENOTSUP, std::system_category(),
                               "io_uring: the kernel lacks IORING_FEAT_NODROP (5.5+), so completions could be lost");
     }
-    if (opts.register_ring_fd) {
+    if (plan.register_ring_fd) {
       // Returns 1 on success; -EBUSY when this thread's 16 slots are taken: then we keep the plain fd.
       registered_ = io_uring_register_ring_fd(&ring_) == 1;
       if (!registered_) ++stats_.registered_ring_fallbacks;
@@ -219,8 +219,9 @@ class native_backend final : public backend {
 
 }  // namespace
 
-std::unique_ptr<backend> make_native_backend(const executor::options& opts, executor_stats& stats) {
-  return std::make_unique<native_backend>(opts, stats);
+std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,
+                                             executor_stats& stats) {
+  return std::make_unique<native_backend>(opts, plan, stats);
 }
 
 }  // namespace uring::detail

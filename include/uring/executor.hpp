@@ -1,6 +1,6 @@
 // uring/executor.hpp — the event loop: one ring, one thread.
 //
-// Provides: uring::executor, uring::ring_flags, uring::executor_stats.
+// Provides: uring::executor, uring::executor_stats.
 // Threads: an executor is bound to the thread that constructs it. run(), stop() and destruction happen on
 // that thread (a std::logic_error otherwise); it is neither copyable nor movable.
 //
@@ -25,29 +25,10 @@
 #include <type_traits>
 
 #include "uring/detail/operation.hpp"
+#include "uring/executor_options.hpp"
 #include "uring/task.hpp"
 
 namespace uring {
-
-// io_uring setup flags an executor may ask for. Those the kernel refuses are dropped (see
-// executor::dropped_flags()). Minimum kernels: submit_all 5.18, coop_taskrun 5.19, single_issuer 6.0,
-// defer_taskrun 6.1 (requires single_issuer).
-enum class ring_flags : std::uint32_t {
-  none = 0,
-  submit_all = 1u << 0,     // keep submitting the batch past an SQE that fails to prepare
-  coop_taskrun = 1u << 1,   // no IPI to interrupt the owner thread for task work
-  single_issuer = 1u << 2,  // only the owner thread submits (always true for us)
-  defer_taskrun = 1u << 3,  // task work runs only when the owner enters to wait
-};
-constexpr ring_flags operator|(ring_flags a, ring_flags b) noexcept {
-  return ring_flags(std::uint32_t(a) | std::uint32_t(b));
-}
-constexpr ring_flags operator&(ring_flags a, ring_flags b) noexcept {
-  return ring_flags(std::uint32_t(a) & std::uint32_t(b));
-}
-constexpr ring_flags operator~(ring_flags a) noexcept { return ring_flags(~std::uint32_t(a)); }
-constexpr bool any(ring_flags f) noexcept { return f != ring_flags::none; }
-std::string to_string(ring_flags f);
 
 // Counters an application may read between turns (from the owner thread).
 struct executor_stats {
@@ -64,24 +45,16 @@ class executor;
 namespace detail {
 struct spawn_node;
 struct executor_access;
+}  // namespace detail
+struct executor_plan;
+namespace detail {
 // The executor whose run() is active on this thread. Inline so that awaiting an operation needs no call.
 inline thread_local executor* t_running = nullptr;
 }  // namespace detail
 
 class executor {
  public:
-  struct options {
-    // Submission queue entries (rounded up to a power of two by the kernel). More queued operations than
-    // this only cost an extra early submit, never a lost operation.
-    unsigned sq_entries = 256;
-    // Completion queue entries; 0 means 4 * sq_entries. Overflow is drained, never dropped.
-    unsigned cq_entries = 0;
-    // Measured on kernel 6.18 (bench/README.md): plain rings beat SINGLE_ISSUER|DEFER_TASKRUN for
-    // cross-ring messaging, so the default asks only for the flags that never cost throughput.
-    ring_flags flags = ring_flags::submit_all | ring_flags::coop_taskrun;
-    // Register the ring fd so that enters skip the fd-table lookup. Off only to measure the difference.
-    bool register_ring_fd = true;
-  };
+  using options = executor_options;
 
   executor();
   explicit executor(const options& opts);
@@ -103,6 +76,8 @@ class executor {
   static executor* current() noexcept { return detail::t_running; }
 
   [[nodiscard]] const executor_stats& stats() const noexcept;
+  // What the executor runs on and why: backend, setup flags, fallbacks with their reasons.
+  [[nodiscard]] const executor_plan& plan() const noexcept;
   // True when the ring fd is registered, i.e. every enter uses IORING_ENTER_REGISTERED_RING.
   [[nodiscard]] bool registered_ring() const noexcept;
   // The setup flags the ring actually has, and those the kernel refused (dropped one by one).

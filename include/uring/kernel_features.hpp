@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "uring/executor_options.hpp"
+
 namespace uring {
 
 struct kernel_features {
@@ -24,13 +26,23 @@ struct kernel_features {
   std::uint32_t feature_bits = 0;            // IORING_FEAT_* reported by io_uring_setup
   std::bitset<256> opcodes;                  // IORING_OP_* the kernel supports
   bool registered_ring_fd = false;           // io_uring_register_ring_fd works (kernel 5.18+)
+  ring_flags setup_flags = ring_flags::none;  // setup flags the kernel accepted (defer_taskrun: with single_issuer)
+  bool msg_ring = false;          // an IORING_OP_MSG_RING round trip between two rings worked (5.18+)
+  bool send_msg_ring = false;     // IORING_REGISTER_SEND_MSG_RING (ring-less senders, 6.13+)
+  bool eventfd_register = false;  // io_uring_register_eventfd
+  bool buf_ring = false;          // io_uring_register_buf_ring (5.19+)
+  bool multishot_accept = false;  // IORING_ACCEPT_MULTISHOT (5.19+)
+  bool multishot_recv = false;    // IORING_RECV_MULTISHOT (6.0+)
+  bool send_zc = false;           // IORING_OP_SEND_ZC (6.0+)
 
   [[nodiscard]] bool supports(unsigned opcode) const noexcept { return opcode < 256 && opcodes.test(opcode); }
   [[nodiscard]] bool has_feature(std::uint32_t feat_bit) const noexcept { return (feature_bits & feat_bit) != 0; }
 };
 
-// Probes the running kernel (a fresh answer each call; cache it if you call it often).
+// Probes the running kernel (a fresh answer each call).
 kernel_features probe_kernel();
+// The process's probe, run once on first use (thread-safe); what executors consult.
+const kernel_features& probed_kernel();
 
 // The kernel's name for an IORING_OP_* value ("READ", "MSG_RING"), or "op<N>" for one we do not know.
 std::string opcode_name(unsigned opcode);

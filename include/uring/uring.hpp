@@ -6,6 +6,7 @@
 #include "uring/executor.hpp"
 #include "uring/io.hpp"
 #include "uring/kernel_features.hpp"
+#include "uring/plan.hpp"
 #include "uring/spawn.hpp"
 #include "uring/sync_wait.hpp"
 #include "uring/task.hpp"

@@ -1,0 +1,101 @@
+// uring/executor_options.hpp — what a user can ask of an executor.
+//
+// Provides: uring::executor_options (also spelled executor::options), uring::ring_flags,
+// uring::backend_kind, uring::feature and uring::feature_set.
+// Threads: plain values; any thread.
+//
+// The request is not the outcome: make_plan (uring/plan.hpp) combines it with what the kernel can do and
+// with the URING_BACKEND / URING_DISABLE environment overrides, and records why it chose what it chose.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace uring {
+
+// io_uring setup flags an executor may ask for. Those the kernel refuses are dropped (see
+// executor::dropped_flags()). Minimum kernels: submit_all 5.18, coop_taskrun 5.19, single_issuer 6.0,
+// defer_taskrun 6.1 (requires single_issuer).
+enum class ring_flags : std::uint32_t {
+  none = 0,
+  submit_all = 1u << 0,     // keep submitting the batch past an SQE that fails to prepare
+  coop_taskrun = 1u << 1,   // no IPI to interrupt the owner thread for task work
+  single_issuer = 1u << 2,  // only the owner thread submits (always true for us)
+  defer_taskrun = 1u << 3,  // task work runs only when the owner enters to wait
+};
+constexpr ring_flags operator|(ring_flags a, ring_flags b) noexcept {
+  return ring_flags(std::uint32_t(a) | std::uint32_t(b));
+}
+constexpr ring_flags operator&(ring_flags a, ring_flags b) noexcept {
+  return ring_flags(std::uint32_t(a) & std::uint32_t(b));
+}
+constexpr ring_flags operator~(ring_flags a) noexcept { return ring_flags(~std::uint32_t(a)); }
+constexpr bool any(ring_flags f) noexcept { return f != ring_flags::none; }
+std::string to_string(ring_flags f);
+
+// Which implementation of "a ring" an executor drives.
+enum class backend_kind : std::uint8_t {
+  automatic,  // native where io_uring works, emulated otherwise (the probe says why)
+  native,     // real io_uring; construction fails with the kernel's reason if it is unusable
+  emulated,   // the in-process emulation of the same semantics (epoll, non-blocking syscalls, timers)
+};
+std::string to_string(backend_kind k);
+
+// Kernel features a user or operator may turn off, to test fallbacks or work around a kernel bug.
+// Names (for URING_DISABLE) are the enumerators' names.
+enum class feature : std::uint32_t {
+  registered_ring = 1u << 0,  // io_uring_register_ring_fd
+  msg_ring = 1u << 1,         // IORING_OP_MSG_RING between executors (else mailbox + eventfd)
+  send_msg_ring = 1u << 2,    // IORING_REGISTER_SEND_MSG_RING from threads without a ring
+  submit_all = 1u << 3,       // the ring_flags of the same names
+  coop_taskrun = 1u << 4,
+  single_issuer = 1u << 5,
+  defer_taskrun = 1u << 6,
+  eventfd = 1u << 7,    // io_uring_register_eventfd
+  buf_ring = 1u << 8,   // provided buffer rings
+  multishot = 1u << 9,  // multishot accept/recv
+  send_zc = 1u << 10,   // zero-copy send
+};
+
+class feature_set {
+ public:
+  constexpr feature_set() noexcept = default;
+  constexpr feature_set(feature f) noexcept : bits_(static_cast<std::uint32_t>(f)) {}  // NOLINT
+  constexpr feature_set operator|(feature_set o) const noexcept { return from_bits(bits_ | o.bits_); }
+  constexpr bool contains(feature f) const noexcept { return (bits_ & static_cast<std::uint32_t>(f)) != 0; }
+  constexpr bool empty() const noexcept { return bits_ == 0; }
+  constexpr std::uint32_t bits() const noexcept { return bits_; }
+  constexpr bool operator==(const feature_set&) const noexcept = default;
+  static constexpr feature_set from_bits(std::uint32_t b) noexcept {
+    feature_set s;
+    s.bits_ = b;
+    return s;
+  }
+
+ private:
+  std::uint32_t bits_ = 0;
+};
+constexpr feature_set operator|(feature a, feature b) noexcept { return feature_set(a) | feature_set(b); }
+
+// "msg_ring,defer_taskrun" <-> feature_set. Parsing throws std::invalid_argument naming an unknown entry.
+feature_set parse_feature_set(const std::string& comma_list);
+std::string to_string(feature_set s);
+
+struct executor_options {
+  // Submission queue entries (rounded up to a power of two by the kernel). More queued operations than
+  // this only cost an extra early submit, never a lost operation.
+  unsigned sq_entries = 256;
+  // Completion queue entries; 0 means 4 * sq_entries. Overflow is drained, never dropped.
+  unsigned cq_entries = 0;
+  // Measured on kernel 6.18 (bench/README.md): plain rings beat SINGLE_ISSUER|DEFER_TASKRUN for
+  // cross-ring messaging, so the default asks only for the flags that never cost throughput.
+  ring_flags flags = ring_flags::submit_all | ring_flags::coop_taskrun;
+  // Register the ring fd so that enters skip the fd-table lookup. Off only to measure the difference.
+  bool register_ring_fd = true;
+  // URING_BACKEND, when set to native or emulated, overrides this.
+  backend_kind backend = backend_kind::automatic;
+  // Features not to use even where the kernel has them; URING_DISABLE adds to this set.
+  feature_set disable;
+};
+
+}  // namespace uring

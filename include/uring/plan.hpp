@@ -1,0 +1,45 @@
+// uring/plan.hpp — how an executor will run, decided from the kernel's answers and the user's wishes.
+//
+// Provides: uring::executor_plan, uring::plan_overrides, uring::make_plan.
+// Threads: pure functions and plain values; any thread.
+//
+// make_plan is a pure function of (kernel_features, executor_options, overrides): tests feed it fake
+// kernels. Every decision that differs from what was asked is written into `notes` with its reason, so
+// `uring-probe` (and executor::plan()) can tell a user why a fallback was chosen.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "uring/executor_options.hpp"
+#include "uring/kernel_features.hpp"
+
+namespace uring {
+
+// Operator overrides, normally read from the environment:
+//   URING_BACKEND=auto|native|emulated   overrides executor_options::backend (auto leaves it alone)
+//   URING_DISABLE=msg_ring,defer_taskrun  adds to executor_options::disable
+struct plan_overrides {
+  backend_kind backend = backend_kind::automatic;
+  feature_set disable;
+
+  // Parses the two variables; throws std::invalid_argument naming a value it does not know.
+  static plan_overrides from_environment();
+};
+
+struct executor_plan {
+  backend_kind backend = backend_kind::native;  // native or emulated, never automatic
+  ring_flags flags = ring_flags::none;          // setup flags to ask for (native)
+  bool register_ring_fd = false;                // native: register the ring fd
+  bool msg_ring = false;                        // cross-executor messages by MSG_RING (else mailbox + eventfd)
+  bool send_msg_ring = false;                   // ring-less threads post by IORING_REGISTER_SEND_MSG_RING
+  std::vector<std::string> notes;               // each fallback or override, with its reason
+};
+
+// Throws std::system_error (with the kernel's reason) when native is demanded but io_uring is unusable.
+executor_plan make_plan(const kernel_features& kernel, const executor_options& request,
+                        const plan_overrides& overrides);
+
+std::string to_string(const executor_plan& plan);
+
+}  // namespace uring

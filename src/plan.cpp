@@ -1,0 +1,127 @@
+// plan.cpp — the pure mapping (kernel, request, overrides) -> executor_plan, and the names it parses.
+#include "uring/plan.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include "text.hpp"
+
+namespace uring {
+
+namespace {
+
+// The ring flag each disable-able setup feature stands for.
+constexpr std::pair<feature, ring_flags> kFlagFeatures[] = {
+    {feature::submit_all, ring_flags::submit_all},
+    {feature::coop_taskrun, ring_flags::coop_taskrun},
+    {feature::single_issuer, ring_flags::single_issuer},
+    {feature::defer_taskrun, ring_flags::defer_taskrun},
+};
+
+backend_kind parse_backend(const std::string& v) {
+  if (v.empty() || v == "auto" || v == "automatic") return backend_kind::automatic;
+  if (v == "native") return backend_kind::native;
+  if (v == "emulated") return backend_kind::emulated;
+  throw std::invalid_argument("URING_BACKEND: unknown value '" + v + "' (expected auto, native or emulated)");
+}
+
+}  // namespace
+
+plan_overrides plan_overrides::from_environment() {
+  plan_overrides o;
+  if (const char* b = std::getenv("URING_BACKEND")) o.backend = parse_backend(detail::trim(b));
+  if (const char* d = std::getenv("URING_DISABLE")) {
+    try {
+      o.disable = parse_feature_set(d);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("URING_DISABLE: ") + e.what());
+    }
+  }
+  return o;
+}
+
+executor_plan make_plan(const kernel_features& kernel, const executor_options& request,
+                        const plan_overrides& overrides) {
+  executor_plan plan;
+  backend_kind wanted = overrides.backend != backend_kind::automatic ? overrides.backend : request.backend;
+  feature_set disabled = request.disable | overrides.disable;
+  if (overrides.backend != backend_kind::automatic) {
+    plan.notes.push_back("backend: URING_BACKEND=" + to_string(overrides.backend));
+  }
+  if (wanted == backend_kind::emulated) {
+    plan.backend = backend_kind::emulated;
+    if (overrides.backend == backend_kind::automatic) plan.notes.push_back("backend: emulated as requested");
+    return plan;
+  }
+  if (!kernel.io_uring_usable) {
+    if (wanted == backend_kind::native) {
+      throw std::system_error(kernel.setup_errno, std::system_category(),
+                              kernel.reason + "; the native backend was demanded");
+    }
+    plan.backend = backend_kind::emulated;
+    plan.notes.push_back("backend: emulated, because " + kernel.reason);
+    return plan;
+  }
+  plan.backend = backend_kind::native;
+
+  ring_flags flags = request.flags;
+  for (auto [f, flag] : kFlagFeatures) {
+    if (any(flags & flag) && disabled.contains(f)) {
+      flags = flags & ~flag;
+      plan.notes.push_back("setup: " + to_string(flag) + " disabled by request");
+    }
+  }
+  if (any(flags & ring_flags::defer_taskrun) && !any(flags & ring_flags::single_issuer)) {
+    if (disabled.contains(feature::single_issuer)) {
+      flags = flags & ~ring_flags::defer_taskrun;
+      plan.notes.push_back("setup: DEFER_TASKRUN dropped, because it requires the disabled SINGLE_ISSUER");
+    } else {
+      flags = flags | ring_flags::single_issuer;
+      plan.notes.push_back("setup: SINGLE_ISSUER added, because DEFER_TASKRUN requires it");
+    }
+  }
+  ring_flags refused = flags & ~kernel.setup_flags;
+  if (any(refused)) {
+    flags = flags & kernel.setup_flags;
+    plan.notes.push_back("setup: " + to_string(refused) + " refused by kernel " + kernel.kernel_release);
+  }
+  plan.flags = flags;
+
+  if (request.register_ring_fd) {
+    if (disabled.contains(feature::registered_ring)) {
+      plan.notes.push_back("registered ring fd: disabled by request");
+    } else if (!kernel.registered_ring_fd) {
+      plan.notes.push_back("registered ring fd: not supported by kernel " + kernel.kernel_release + " (5.18+)");
+    } else {
+      plan.register_ring_fd = true;
+    }
+  }
+  if (disabled.contains(feature::msg_ring)) {
+    plan.notes.push_back("messaging: MSG_RING disabled by request; mailbox + eventfd instead");
+  } else if (!kernel.msg_ring) {
+    plan.notes.push_back("messaging: MSG_RING unavailable on kernel " + kernel.kernel_release +
+                         "; mailbox + eventfd instead");
+  } else {
+    plan.msg_ring = true;
+  }
+  if (plan.msg_ring && !disabled.contains(feature::send_msg_ring) && kernel.send_msg_ring) {
+    plan.send_msg_ring = true;
+  }
+  return plan;
+}
+
+std::string to_string(const executor_plan& plan) {
+  std::string out = "backend " + to_string(plan.backend);
+  if (plan.backend == backend_kind::native) {
+    out += ", flags " + to_string(plan.flags);
+    out += std::string(", registered ring fd ") + (plan.register_ring_fd ? "yes" : "no");
+  }
+  out += std::string(", messaging ") + (plan.msg_ring ? "MSG_RING" : "mailbox");
+  if (plan.send_msg_ring) out += " (+SEND_MSG_RING)";
+  for (const auto& n : plan.notes) out += "\n  - " + n;
+  return out;
+}
+
+}  // namespace uring
