@@ -48,4 +48,7 @@ class backend {
 std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,
                                              executor_stats& stats);
 
+// The in-process emulation of the same contract (epoll and non-blocking syscalls).
+std::unique_ptr<backend> make_emulated_backend(const executor_options& opts, executor_stats& stats);
+
 }  // namespace uring::detail

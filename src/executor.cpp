@@ -102,7 +102,9 @@ executor::executor() : executor(options{}) {}
 executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) {
   impl_->spawned.prev = impl_->spawned.next = &impl_->spawned;
   impl_->plan = make_plan(probed_kernel(), opts, plan_overrides::from_environment());
-  impl_->backend = detail::make_native_backend(opts, impl_->plan, impl_->stats);
+  impl_->backend = impl_->plan.backend == backend_kind::native
+                       ? detail::make_native_backend(opts, impl_->plan, impl_->stats)
+                       : detail::make_emulated_backend(opts, impl_->stats);
 }
 
 executor::~executor() {

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     opts.cq_entries = 32;
     opts.flags = flags;
     opts.register_ring_fd = !plain;
+    opts.backend = uring::backend_kind::native;
     uring::executor ex(opts);
     ex.run(workload());
     std::printf("flags=%s registered=%d enters=%llu sqes=%llu cqes=%llu sq_full_flushes=%llu\n",

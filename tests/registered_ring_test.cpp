@@ -61,8 +61,10 @@ TEST(RegisteredRing, SlotsExhaustedFallsBackToThePlainFdAndCounts) {
   // A thread has 16 registered-ring slots; the 17th executor keeps working on its plain fd.
   std::vector<std::unique_ptr<uring::executor>> executors;
   int registered = 0, fallbacks = 0;
+  uring::executor::options native;
+  native.backend = uring::backend_kind::native;
   for (int i = 0; i < 17; ++i) {
-    executors.push_back(std::make_unique<uring::executor>());
+    executors.push_back(std::make_unique<uring::executor>(native));
     registered += executors.back()->registered_ring() ? 1 : 0;
     fallbacks += static_cast<int>(executors.back()->stats().registered_ring_fallbacks);
   }
@@ -74,7 +76,7 @@ TEST(RegisteredRing, SlotsExhaustedFallsBackToThePlainFdAndCounts) {
   };
   EXPECT_EQ(executors.back()->run(t()), 1);
   executors.clear();
-  uring::executor again;  // slots are returned when executors go away
+  uring::executor again(native);  // slots are returned when executors go away
   EXPECT_TRUE(again.registered_ring());
 }
 

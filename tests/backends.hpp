@@ -1,0 +1,50 @@
+// backends.hpp — behavioural tests are written once and run on every backend configuration.
+//
+// Use: derive the fixture from uring::test::backend_test, write TEST_P, then
+//   INSTANTIATE_BACKENDS(MySuite);
+// `run(task)` runs the task on a fresh executor of the parameter's configuration.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <uring/executor.hpp>
+#include <uring/task.hpp>
+
+namespace uring::test {
+
+struct backend_config {
+  std::string name;
+  executor_options options;
+};
+
+inline std::vector<backend_config> all_backends() {
+  executor_options native;
+  native.backend = backend_kind::native;
+  executor_options deferred = native;
+  deferred.flags = ring_flags::single_issuer | ring_flags::defer_taskrun;
+  executor_options emulated;
+  emulated.backend = backend_kind::emulated;
+  return {{"native", native}, {"native_defer_taskrun", deferred}, {"emulated", emulated}};
+}
+
+class backend_test : public ::testing::TestWithParam<backend_config> {
+ protected:
+  [[nodiscard]] executor_options options() const { return GetParam().options; }
+  [[nodiscard]] bool emulated() const { return GetParam().options.backend == backend_kind::emulated; }
+
+  template <class T>
+  T run(task<T> t) {
+    executor ex(options());
+    return ex.run(std::move(t));
+  }
+};
+
+}  // namespace uring::test
+
+#define INSTANTIATE_BACKENDS(suite)                                               \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(uring::test::all_backends()), \
+                           [](const auto& info) { return info.param.name; })
