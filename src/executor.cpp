@@ -1,6 +1,10 @@
 // executor.cpp — the run loop, spawned-frame ownership and the shutdown that keeps frames safe.
 #include "uring/executor.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -8,6 +12,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "uring/detail/remote.hpp"
 #include "uring/spawn.hpp"
 
 namespace uring {
@@ -25,7 +30,53 @@ struct executor::impl {
   detail::spawn_node spawned;                     // sentinel of the circular list of live spawned frames
   std::exception_ptr failure;                     // first exception that escaped a spawned task
   bool running = false;
-  bool stop_requested = false;
+  std::size_t resumed = 0;  // coroutines resumed from the ready list, for poll()'s answer
+  std::atomic<bool> stop_requested{false};
+
+  // Cross-thread hand-off: posters push to `remote` and write `wake_fd` only when the owner may be asleep
+  // (`sleeping`, seq_cst on both sides, so a post never slips between the owner's check and its sleep).
+  // The owner keeps a read on `wake_fd` in flight through its own backend while it sleeps.
+  detail::remote_queue remote;
+  std::atomic<bool> sleeping{false};
+  int wake_fd = -1;
+  struct wake_op : detail::operation {
+    impl* owner = nullptr;
+  } wake_read;
+  std::uint64_t wake_value = 0;
+  bool wake_armed = false;
+
+  void arm_wake() {
+    if (wake_armed) return;
+    wake_read.complete = &on_wake;
+    wake_read.owner = this;
+    wake_read.request = {.code = detail::op_code::read, .fd = wake_fd, .len = sizeof wake_value, .addr = &wake_value};
+    queue.push(wake_read);
+    wake_armed = true;
+  }
+
+  static void on_wake(detail::operation* op) noexcept {
+    static_cast<wake_op*>(op)->owner->wake_armed = false;  // re-armed the next time the loop is about to sleep
+  }
+
+  void run_remote() noexcept {
+    for (detail::remote_node* n = remote.take_all(); n != nullptr;) {
+      detail::remote_node* next = n->next;  // run() may let the poster free the node
+      n->run(n);
+      n = next;
+    }
+  }
+
+  // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
+  void submit_and_maybe_sleep() {
+    bool may_sleep = ready.empty();
+    if (may_sleep) {
+      arm_wake();
+      sleeping.store(true, std::memory_order_seq_cst);
+      if (!remote.empty() || stop_requested.load(std::memory_order_seq_cst)) may_sleep = false;
+    }
+    backend->submit(queue.take_all(), may_sleep);
+    sleeping.store(false, std::memory_order_relaxed);
+  }
 
   void check_owner(const char* what) const {
     if (std::this_thread::get_id() != owner) {
@@ -35,6 +86,7 @@ struct executor::impl {
 
   void run_ready() {
     if (ready.empty()) return;
+    resumed += ready.size();
     resuming.swap(ready);
     for (auto h : resuming) h.resume();
     resuming.clear();
@@ -81,6 +133,8 @@ struct executor::impl {
       backend.reset();
       queue.inflight = 0;
     }
+    wake_armed = false;
+    run_remote();  // posted work is owner-thread work; none of it may outlive the frames it refers to
     while (spawned.next != &spawned) {
       detail::spawn_node* node = spawned.next;
       unlink(*node);
@@ -101,6 +155,8 @@ executor::executor() : executor(options{}) {}
 
 executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) {
   impl_->spawned.prev = impl_->spawned.next = &impl_->spawned;
+  impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC);
+  if (impl_->wake_fd < 0) throw std::system_error(errno, std::system_category(), "executor: eventfd");
   impl_->plan = make_plan(probed_kernel(), opts, plan_overrides::from_environment());
   impl_->backend = impl_->plan.backend == backend_kind::native
                        ? detail::make_native_backend(opts, impl_->plan, impl_->stats)
@@ -113,9 +169,41 @@ executor::~executor() {
     std::abort();
   }
   impl_->shutdown();
+  impl_->backend.reset();
+  ::close(impl_->wake_fd);
 }
 
-void executor::stop() noexcept { impl_->stop_requested = true; }
+void executor::stop() noexcept {
+  impl_->stop_requested.store(true, std::memory_order_seq_cst);
+  if (impl_->sleeping.load(std::memory_order_seq_cst)) {
+    std::uint64_t one = 1;
+    (void)!::write(impl_->wake_fd, &one, sizeof one);
+  }
+}
+
+void executor::run() { run_until_done(nullptr); }
+
+std::size_t executor::poll() {
+  impl& im = *impl_;
+  im.check_owner("executor::poll");
+  if (im.running || detail::t_running != nullptr) throw std::logic_error("executor::poll: the loop is already running");
+  if (!im.backend) throw std::logic_error("executor::poll: the executor's ring failed earlier and was closed");
+  detail::t_running = this;
+  struct reset {
+    ~reset() { detail::t_running = nullptr; }
+  } guard;
+  std::size_t before = im.stats.cqes + im.resumed;
+  im.run_remote();
+  im.run_ready();
+  im.backend->submit(queue_.take_all(), false);
+  im.reap_and_complete();
+  im.run_ready();
+  if (im.failure) {
+    im.shutdown();
+    std::rethrow_exception(std::exchange(im.failure, nullptr));
+  }
+  return im.stats.cqes + im.resumed - before;
+}
 
 const executor_stats& executor::stats() const noexcept { return impl_->stats; }
 
@@ -151,21 +239,21 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
     }
   } scope(im, this);
 
-  im.stop_requested = false;
-  im.ready.push_back(root);
+  if (root) im.ready.push_back(root);
   try {
     for (;;) {
+      im.run_remote();
       im.run_ready();
       if (im.failure) {
         im.shutdown();
         std::rethrow_exception(std::exchange(im.failure, nullptr));
       }
-      if (root.done()) return true;
-      if (im.stop_requested) {
+      if (root && root.done()) return true;
+      if (im.stop_requested.exchange(false)) {
         im.shutdown();
         return false;
       }
-      im.backend->submit(queue_.take_all(), im.ready.empty());
+      im.submit_and_maybe_sleep();
       im.reap_and_complete();
     }
   } catch (...) {
@@ -203,6 +291,17 @@ void executor_access::release(executor& ex, spawn_node& node) noexcept {
 void executor_access::fail(executor& ex, std::exception_ptr e) noexcept {
   if (!ex.impl_->failure) ex.impl_->failure = std::move(e);
 }
+
+void executor_access::post_remote(executor& ex, remote_node& node) noexcept {
+  auto& im = *ex.impl_;
+  im.remote.push(node);
+  if (im.sleeping.load(std::memory_order_seq_cst)) {
+    std::uint64_t one = 1;
+    (void)!::write(im.wake_fd, &one, sizeof one);
+  }
+}
+
+void executor_access::drain_remote(executor& ex) noexcept { ex.impl_->run_remote(); }
 
 }  // namespace detail
 

@@ -5,9 +5,11 @@
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
+#include <atomic>
 #include <thread>
 #include <vector>
 
+#include <uring/detail/remote.hpp>
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
@@ -280,6 +282,107 @@ TEST(NativeExecutor, DeferTaskrunRingMakesProgressWithReadyWork) {
   }());
   EXPECT_TRUE(io_done);
   EXPECT_GT(spins, 0);
+}
+
+TEST_P(Executor, StopFromAnotherThreadWakesASleepingLoop) {
+  executor ex(options());
+  uring::test::pipe_pair p;
+  bool started = false;
+  std::atomic<bool> entered{false};
+  std::thread stopper;
+  ex.run([&]() -> task<void> {
+    started = true;
+    // The stopper waits until the loop is about to sleep on the pipe; no sleep-based timing.
+    stopper = std::thread([&] {
+      while (!entered.load()) std::this_thread::yield();
+      ex.stop();
+    });
+    entered = true;
+    char buf[1];
+    co_await uring::read(p.read_end.get(), buf);  // nobody writes: only stop() ends this
+  }());
+  stopper.join();
+  EXPECT_TRUE(started);
+}
+
+TEST_P(Executor, RunWithoutATaskServesSpawnedWorkUntilStopped) {
+  executor ex(options());
+  int rounds = 0;
+  ex.run([&]() -> task<void> {
+    uring::spawn([](int& r) -> task<void> {
+      for (; r < 100; ++r) co_await uring::nop();
+      executor::current()->stop();
+    }(rounds));
+    co_return;
+  }());
+  EXPECT_EQ(rounds, 0);  // the root finished first; the spawned work waits for the next run
+  ex.run();
+  EXPECT_EQ(rounds, 100);
+}
+
+TEST_P(Executor, StopBeforeRunShutsDownAtOnce) {
+  executor ex(options());
+  ex.stop();
+  bool ran = false;
+  ex.run([&]() -> task<void> {
+    ran = true;
+    co_return;
+  }());
+  EXPECT_TRUE(ran);  // the root's first step runs before the loop looks at the stop request...
+  ex.stop();
+  ex.run();          // ...and run() without a task returns at once
+}
+
+TEST_P(Executor, PostFromManyThreadsRunsEverythingOnTheOwner) {
+  executor ex(options());
+  constexpr int kThreads = 4;
+  const int per_thread = static_cast<int>(uring::test::scaled(10'000));
+  struct counted : uring::detail::remote_node {
+    int* count = nullptr;
+  };
+  std::vector<std::vector<counted>> nodes(kThreads, std::vector<counted>(per_thread));
+  int count = 0;
+  std::thread::id owner = std::this_thread::get_id();
+  bool wrong_thread = false;
+  std::vector<std::thread> posters;
+  ex.run([&]() -> task<void> {
+    for (int t = 0; t < kThreads; ++t) {
+      posters.emplace_back([&, t] {
+        for (auto& n : nodes[t]) {
+          n.count = &count;
+          n.run = [](uring::detail::remote_node* self) noexcept { ++*static_cast<counted*>(self)->count; };
+          uring::detail::executor_access::post_remote(ex, n);
+        }
+      });
+    }
+    // The loop keeps turning (and may sleep) while posts arrive: none may be lost.
+    while (count < kThreads * per_thread) {
+      if (std::this_thread::get_id() != owner) wrong_thread = true;
+      co_await uring::nop();
+    }
+  }());
+  for (auto& t : posters) t.join();
+  EXPECT_EQ(count, kThreads * per_thread);
+  EXPECT_FALSE(wrong_thread);
+}
+
+TEST_P(Executor, PollRunsOneNonBlockingTurn) {
+  executor ex(options());
+  int steps = 0;
+  bool done = false;
+  auto t = [&]() -> task<void> {
+    for (; steps < 3; ++steps) co_await uring::nop();
+    done = true;
+  };
+  ex.run([&]() -> task<void> {
+    uring::spawn(t());
+    co_return;
+  }());
+  std::size_t work = 0;
+  for (int i = 0; i < 100 && !done; ++i) work += ex.poll();
+  EXPECT_TRUE(done);
+  EXPECT_GE(work, 3u);
+  EXPECT_EQ(ex.poll(), 0u);  // nothing left: returns at once
 }
 
 INSTANTIATE_BACKENDS(Executor);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -44,6 +45,7 @@ class executor;
 
 namespace detail {
 struct spawn_node;
+struct remote_node;
 struct executor_access;
 }  // namespace detail
 struct executor_plan;
@@ -69,7 +71,15 @@ class executor {
   template <class T>
   T run(task<T> t);
 
-  // Asks the running loop to shut down at the end of its current turn. Owner thread only (for now).
+  // Runs the loop until stop(): for executors that serve spawned work and messages. Not re-entrant.
+  void run();
+
+  // One non-blocking turn: resumes what is ready, submits, reaps what has completed. For driving an
+  // executor from a foreign event loop. Returns the number of coroutines resumed and completions reaped.
+  std::size_t poll();
+
+  // Asks the loop to shut down at the end of its current turn, or the next run() to shut down at once.
+  // Any thread may call it (it wakes a sleeping loop); the executor must outlive the call.
   void stop() noexcept;
 
   // The executor whose run() is active on this thread, or nullptr.
@@ -88,7 +98,8 @@ class executor {
   friend struct detail::executor_access;
   struct impl;
 
-  // Drives the loop until `root` is done; returns false when the executor was stopped first.
+  // Drives the loop until `root` is done (never, for a null root); returns false when the executor was
+  // stopped first.
   bool run_until_done(std::coroutine_handle<> root);
 
   detail::op_queue queue_;
@@ -116,6 +127,10 @@ struct executor_access {
   static void adopt(executor& ex, spawn_node& node);
   static void release(executor& ex, spawn_node& node) noexcept;
   static void fail(executor& ex, std::exception_ptr e) noexcept;
+  // From any thread: runs `node` on ex's thread soon, waking its loop if it sleeps.
+  static void post_remote(executor& ex, remote_node& node) noexcept;
+  // Owner thread: runs every posted node now.
+  static void drain_remote(executor& ex) noexcept;
 };
 }  // namespace detail
 

@@ -1,0 +1,51 @@
+// uring/detail/remote.hpp — work handed to an executor from any thread.
+//
+// Provides: detail::remote_node, detail::remote_queue.
+// Threads: push() from any thread; take_all() only on the owner thread.
+//
+// A lock-free multi-producer stack that the owner empties in one exchange and replays oldest first.
+// Nodes are intrusive (they live in the poster's memory), so posting allocates nothing; the poster keeps
+// a node alive until the owner has run it.
+#pragma once
+
+#include <atomic>
+
+namespace uring::detail {
+
+struct remote_node {
+  using run_fn = void (*)(remote_node* self) noexcept;
+  run_fn run = nullptr;
+  remote_node* next = nullptr;
+};
+
+class remote_queue {
+ public:
+  // Returns true if the queue was empty before (the owner may need a wake-up).
+  bool push(remote_node& n) noexcept {
+    remote_node* old = head_.load(std::memory_order_relaxed);
+    do {
+      n.next = old;
+    } while (!head_.compare_exchange_weak(old, &n, std::memory_order_seq_cst, std::memory_order_relaxed));
+    return old == nullptr;
+  }
+
+  // Everything posted so far, oldest first.
+  remote_node* take_all() noexcept {
+    remote_node* n = head_.exchange(nullptr, std::memory_order_acquire);
+    remote_node* reversed = nullptr;
+    while (n != nullptr) {
+      remote_node* next = n->next;
+      n->next = reversed;
+      reversed = n;
+      n = next;
+    }
+    return reversed;
+  }
+
+  [[nodiscard]] bool empty() const noexcept { return head_.load(std::memory_order_seq_cst) == nullptr; }
+
+ private:
+  std::atomic<remote_node*> head_{nullptr};
+};
+
+}  // namespace uring::detail
