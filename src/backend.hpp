@@ -31,8 +31,12 @@ class backend {
   // Hands the operations of the list starting at `first` (linked by operation::next, in order) over in one
   // call, and with `wait` blocks until a completion is available (or a signal interrupts the wait). A list
   // longer than the submission queue costs extra submits, never a lost operation. Cheap when there is
-  // nothing to do. One virtual call per turn, not per operation.
+  // nothing to do. One virtual call per turn, not per operation. Marks each operation submitted; one
+  // marked cancelled_early is not started but completes with -ECANCELED.
   virtual void submit(operation* first, bool wait) = 0;
+  // Asks the backend to cancel a submitted operation: it completes soon, with -ECANCELED if it was still
+  // waiting. The cancel request is the backend's own (user_data 0): its answer never aliases the target.
+  virtual void cancel(operation& target) = 0;
   // Moves up to `max` completions into `out`, releasing their queue slots before anything is completed.
   virtual std::size_t reap(completion* out, std::size_t max) = 0;
   // Asks every submitted operation to complete soon (with -ECANCELED where it was still waiting); the

@@ -5,15 +5,24 @@
 // flags are never touched). One that would block waits for readiness in epoll and is retried when its fd
 // is ready. Regular files cannot be waited for with epoll (EPERM), so their I/O completes synchronously
 // at submission, as io-wq would complete it later — the documented difference (docs/emulation.md).
-// Completions are queued in submission order and reaped like CQEs.
+// Deadlines (timeouts, linked timeouts) sit in a heap and bound the epoll wait. Completions are queued in
+// the order they happen and reaped like CQEs.
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <deque>
+#include <functional>
+#include <queue>
 #include <system_error>
 #include <unordered_map>
+#include <vector>
 
 #include "backend.hpp"
 #include "uring/error.hpp"
@@ -57,6 +66,39 @@ int blocking_rw(const io_request& r) {
   }
 }
 
+std::int64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+std::int64_t to_ns(const timespec64& t) { return t.tv_sec * 1'000'000'000LL + t.tv_nsec; }
+
+// The synchronous operations: what io-wq would do in a worker, done at submission.
+int run_sync(const io_request& r) {
+  long rc = -1;
+  switch (r.code) {
+    case op_code::openat:
+      rc = ::openat(r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len);
+      break;
+    case op_code::close:
+      rc = ::close(r.fd);
+      // close() releases the fd even when it reports EINTR; io_uring's close says 0 then too.
+      if (rc != 0 && errno == EINTR) rc = 0;
+      break;
+    case op_code::statx:
+      rc = ::statx(r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len,
+                   reinterpret_cast<struct statx*>(r.aux));
+      break;
+    case op_code::fsync:
+      rc = (r.op_flags & 1u) ? ::fdatasync(r.fd) : ::fsync(r.fd);
+      break;
+    default:
+      return -EINVAL;
+  }
+  return rc < 0 ? -errno : static_cast<int>(rc);
+}
+
 class emulated_backend final : public backend {
  public:
   explicit emulated_backend(executor_stats& stats) : stats_(stats) {
@@ -69,15 +111,20 @@ class emulated_backend final : public backend {
 
   void submit(operation* first, bool wait) override {
     for (operation* op = first; op != nullptr;) {
-      operation* next = op->next;  // start() may queue `op` on a wait list, which reuses `next`
-      ++stats_.sqes;
-      start(*op);
+      operation* next = op->next;
+      if (op->state == op_state::cancelled_early) {
+        post(*op, -ECANCELED);
+      } else {
+        op->state = op_state::submitted;
+        ++stats_.sqes;
+        start(*op);
+      }
       op = next;
     }
-    if (waiting_ == 0) return;
-    // Operations waiting on fds complete "in the background" natively; here they progress whenever the
-    // loop turns: a quick look if there is other work, a blocking wait if there is none.
-    poll_fds(wait && done_.empty() ? -1 : 0);
+    if (waiting_.empty()) return;
+    // Waiting operations complete "in the background" natively; here they progress whenever the loop
+    // turns: a quick look if there is other work, a wait until the next deadline if there is none.
+    wait_for_events(wait && done_.empty());
   }
 
   std::size_t reap(completion* out, std::size_t max) override {
@@ -89,16 +136,15 @@ class emulated_backend final : public backend {
     return n;
   }
 
+  void cancel(operation& target) override {
+    if (waiting_.count(&target) == 0) return;  // already completed: like the kernel's -ENOENT
+    unpark(target);
+    post(target, -ECANCELED);
+  }
+
   void cancel_all() override {
-    for (auto& [fd, state] : fds_) {
-      for (auto* list : {&state.readers, &state.writers}) {
-        for (operation* op : *list) post(*op, -ECANCELED);
-        list->clear();
-      }
-      ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-    }
-    fds_.clear();
-    waiting_ = 0;
+    while (!waiting_.empty()) cancel(*waiting_.begin()->first);
+    timers_ = {};
   }
 
   bool registered_ring() const noexcept override { return false; }
@@ -109,10 +155,20 @@ class emulated_backend final : public backend {
   struct fd_state {
     std::deque<operation*> readers;  // FIFO, as the kernel serves waiters of one file
     std::deque<operation*> writers;
+    std::deque<operation*> pollers;
     std::uint32_t events = 0;  // what epoll watches for this fd now
   };
+  // A deadline: a timeout operation's expiry, or a linked timeout that cancels its operation.
+  struct timer {
+    std::int64_t deadline_ns;
+    operation* op;
+    std::uint64_t wait_id;  // the wait it belongs to; a timer whose wait has ended is stale
+    bool operator>(const timer& o) const { return deadline_ns > o.deadline_ns; }
+  };
 
-  void post(operation& op, int res) { done_.push_back(completion{reinterpret_cast<std::uint64_t>(&op), res, 0}); }
+  void post(operation& op, int res, std::uint32_t flags = 0) {
+    done_.push_back(completion{reinterpret_cast<std::uint64_t>(&op), res, flags});
+  }
 
   void start(operation& op) {
     const io_request& r = op.request;
@@ -121,41 +177,106 @@ class emulated_backend final : public backend {
         post(op, 0);
         return;
       case op_code::read:
-      case op_code::write: {
-        // Later operations on an fd queue behind earlier ones, as they would in the kernel.
-        auto it = fds_.find(r.fd);
-        bool queued_behind = it != fds_.end() && !(r.code == op_code::read ? it->second.readers : it->second.writers).empty();
-        int res = queued_behind ? -EAGAIN : attempt_rw(r);
-        if (res == -EAGAIN) {
-          if (wait_for(op)) return;
-          res = blocking_rw(r);  // epoll cannot watch this fd: complete synchronously
-        } else if (res == -EOPNOTSUPP) {
-          res = blocking_rw(r);
+      case op_code::write:
+        start_rw(op);
+        return;
+      case op_code::poll: {
+        pollfd p{r.fd, static_cast<short>(r.op_flags), 0};
+        if (::poll(&p, 1, 0) > 0) {
+          post(op, (p.revents & POLLNVAL) ? -EBADF : p.revents);
+        } else if (!park_on_fd(op, fds_[r.fd].pollers)) {
+          post(op, -EBADF);
         }
-        post(op, res);
         return;
       }
+      case op_code::timeout: {
+        const auto& t = *static_cast<const timespec64*>(r.addr);
+        std::int64_t deadline = (r.op_flags & kTimeoutAbsolute) ? to_ns(t) : now_ns() + to_ns(t);
+        timers_.push(timer{deadline, &op, park(op)});
+        return;
+      }
+      case op_code::openat:
+      case op_code::close:
+      case op_code::statx:
+      case op_code::fsync:
+        post(op, run_sync(r));
+        return;
     }
     post(op, -EINVAL);
   }
 
-  // Queues `op` until its fd is ready. False when epoll cannot watch the fd (a regular file).
-  bool wait_for(operation& op) {
+  void start_rw(operation& op) {
+    const io_request& r = op.request;
+    // Later operations on an fd queue behind earlier ones, as they would in the kernel.
+    auto it = fds_.find(r.fd);
+    bool behind = it != fds_.end() && !list_for(it->second, r.code).empty();
+    int res = behind ? -EAGAIN : attempt_rw(r);
+    if (res == -EAGAIN) {
+      if (park_on_fd(op, list_for(fds_[r.fd], r.code))) return;
+      res = blocking_rw(r);  // epoll cannot watch this fd (a regular file): complete synchronously
+    } else if (res == -EOPNOTSUPP) {
+      res = blocking_rw(r);
+    }
+    post(op, res);
+  }
+
+  static std::deque<operation*>& list_for(fd_state& st, op_code code) {
+    return code == op_code::read ? st.readers : code == op_code::write ? st.writers : st.pollers;
+  }
+
+  // Records that `op` waits, arming its linked timeout if it has one. Returns the wait's id.
+  std::uint64_t park(operation& op) {
+    std::uint64_t id = ++last_wait_id_;
+    waiting_[&op] = id;
+    if (op.request.link_timeout != nullptr) {
+      timers_.push(timer{now_ns() + to_ns(*op.request.link_timeout), &op, id});
+    }
+    return id;
+  }
+
+  // Queues `op` until its fd is ready. False when epoll cannot watch the fd.
+  bool park_on_fd(operation& op, std::deque<operation*>& list) {
     const int fd = op.request.fd;
+    list.push_back(&op);
     fd_state& st = fds_[fd];
-    (op.request.code == op_code::read ? st.readers : st.writers).push_back(&op);
     if (!update_interest(fd, st)) {
-      (op.request.code == op_code::read ? st.readers : st.writers).pop_back();
-      if (st.readers.empty() && st.writers.empty()) fds_.erase(fd);
+      list.pop_back();
+      if (st.readers.empty() && st.writers.empty() && st.pollers.empty()) fds_.erase(fd);
       return false;
     }
-    ++waiting_;
+    park(op);
     return true;
   }
 
-  // Makes epoll watch exactly what fd's waiters need. False if the fd cannot be watched.
+  // Forgets that `op` waits (it is about to complete).
+  void unpark(operation& op) {
+    waiting_.erase(&op);
+    const io_request& r = op.request;
+    if (r.code == op_code::timeout) return;  // its timer goes stale
+    auto it = fds_.find(r.fd);
+    if (it == fds_.end()) return;
+    auto& list = list_for(it->second, r.code);
+    for (auto i = list.begin(); i != list.end(); ++i) {
+      if (*i == &op) {
+        list.erase(i);
+        break;
+      }
+    }
+    settle(it);
+  }
+
+  // Makes epoll watch exactly what an fd's waiters need, and forgets fds nobody waits on.
+  void settle(std::unordered_map<int, fd_state>::iterator it) {
+    update_interest(it->first, it->second);
+    fd_state& st = it->second;
+    if (st.readers.empty() && st.writers.empty() && st.pollers.empty()) fds_.erase(it);
+  }
+
+  // False if the fd cannot be watched.
   bool update_interest(int fd, fd_state& st) {
-    std::uint32_t want = (st.readers.empty() ? 0u : std::uint32_t{EPOLLIN}) | (st.writers.empty() ? 0u : std::uint32_t{EPOLLOUT});
+    std::uint32_t want = (st.readers.empty() ? 0u : std::uint32_t{EPOLLIN}) |
+                         (st.writers.empty() ? 0u : std::uint32_t{EPOLLOUT});
+    for (operation* p : st.pollers) want |= p->request.op_flags;
     if (want == st.events) return true;
     epoll_event ev{};
     ev.events = want;
@@ -176,25 +297,36 @@ class emulated_backend final : public backend {
     return true;
   }
 
-  void poll_fds(int timeout_ms) {
+  void wait_for_events(bool block) {
+    timespec timeout{0, 0};
+    timespec* timeout_ptr = &timeout;
+    drop_stale_timers();
+    if (block) {
+      if (timers_.empty()) {
+        timeout_ptr = nullptr;  // only an fd (or the executor's wake-up eventfd) can end this wait
+      } else {
+        std::int64_t left = std::max<std::int64_t>(0, timers_.top().deadline_ns - now_ns());
+        timeout = {static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
+      }
+    }
     epoll_event events[64];
     ++stats_.enters;
-    int n = ::epoll_wait(epoll_fd_, events, 64, timeout_ms);
+    int n = ::epoll_pwait2(epoll_fd_, events, 64, timeout_ptr, nullptr);
     if (n < 0) {
-      if (errno == EINTR) return;  // a signal: the loop turns and comes back
-      throw std::system_error(errno, std::system_category(), "emulated backend: epoll_wait");
+      if (errno != EINTR) throw std::system_error(errno, std::system_category(), "emulated backend: epoll_pwait2");
+      n = 0;  // a signal: the loop turns and comes back
     }
     for (int i = 0; i < n; ++i) {
-      int fd = events[i].data.fd;
-      auto it = fds_.find(fd);
+      auto it = fds_.find(events[i].data.fd);
       if (it == fds_.end()) continue;
       std::uint32_t e = events[i].events;
       bool broken = e & (EPOLLERR | EPOLLHUP);
       if (e & EPOLLIN || broken) retry(it->second.readers);
       if (e & EPOLLOUT || broken) retry(it->second.writers);
-      update_interest(fd, it->second);
-      if (it->second.readers.empty() && it->second.writers.empty()) fds_.erase(it);
+      wake_pollers(it->second.pollers, e);
+      settle(it);
     }
+    expire_timers();
   }
 
   // Retries the waiters of one direction in order until one would block again.
@@ -204,8 +336,43 @@ class emulated_backend final : public backend {
       int res = attempt_rw(op.request);
       if (res == -EAGAIN) return;
       list.pop_front();
-      --waiting_;
+      waiting_.erase(&op);
       post(op, res);
+    }
+  }
+
+  void wake_pollers(std::deque<operation*>& list, std::uint32_t events) {
+    for (auto i = list.begin(); i != list.end();) {
+      operation& op = **i;
+      std::uint32_t got = events & (op.request.op_flags | EPOLLERR | EPOLLHUP);
+      if (got == 0) {
+        ++i;
+        continue;
+      }
+      i = list.erase(i);
+      waiting_.erase(&op);
+      post(op, static_cast<int>(got));
+    }
+  }
+
+  void drop_stale_timers() {
+    while (!timers_.empty() && !live(timers_.top())) timers_.pop();
+  }
+
+  bool live(const timer& t) const {
+    auto it = waiting_.find(t.op);
+    return it != waiting_.end() && it->second == t.wait_id;
+  }
+
+  void expire_timers() {
+    const std::int64_t now = now_ns();
+    while (!timers_.empty() && timers_.top().deadline_ns <= now) {
+      timer t = timers_.top();
+      timers_.pop();
+      if (!live(t)) continue;
+      unpark(*t.op);
+      // A timeout's expiry is its success (-ETIME, as the kernel says); a linked timeout cancels its op.
+      post(*t.op, t.op->request.code == op_code::timeout ? -ETIME : -ECANCELED);
     }
   }
 
@@ -213,7 +380,9 @@ class emulated_backend final : public backend {
   int epoll_fd_ = -1;
   std::deque<completion> done_;
   std::unordered_map<int, fd_state> fds_;
-  std::size_t waiting_ = 0;  // operations parked on fds
+  std::unordered_map<operation*, std::uint64_t> waiting_;  // parked operations and their wait ids
+  std::uint64_t last_wait_id_ = 0;
+  std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
 };
 
 }  // namespace

@@ -292,6 +292,14 @@ void executor_access::fail(executor& ex, std::exception_ptr e) noexcept {
   if (!ex.impl_->failure) ex.impl_->failure = std::move(e);
 }
 
+void executor_access::cancel(executor& ex, operation& op) {
+  if (op.state == op_state::queued) {
+    op.state = op_state::cancelled_early;  // never reaches the kernel; completes -ECANCELED at the turn's end
+  } else if (op.state == op_state::submitted && ex.impl_->backend) {
+    ex.impl_->backend->cancel(op);
+  }
+}
+
 void executor_access::post_remote(executor& ex, remote_node& node) noexcept {
   auto& im = *ex.impl_;
   im.remote.push(node);

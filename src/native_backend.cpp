@@ -4,7 +4,9 @@
 // enter (it keeps the registered index in ring.enter_ring_fd). Completions the kernel cannot take while
 // its CQ is busy are parked in backlog_ so that a flush forced by a full SQ never has to resume
 // coroutines from inside prepare().
+#include <fcntl.h>
 #include <liburing.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -83,8 +85,22 @@ class native_backend final : public backend {
   native_backend& operator=(const native_backend&) = delete;
 
   void submit(operation* first, bool wait) override {
-    for (operation* op = first; op != nullptr; op = op->next) prepare(*op);
+    for (operation* op = first; op != nullptr; op = op->next) {
+      if (op->state == op_state::cancelled_early) {
+        backlog_.push_back(completion{reinterpret_cast<std::uint64_t>(op), -ECANCELED, 0});
+        continue;
+      }
+      op->state = op_state::submitted;
+      prepare(*op);
+    }
     enter(wait ? 1 : 0);
+  }
+
+  void cancel(operation& target) override {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(&target), 0);
+    io_uring_sqe_set_data64(sqe, 0);
+    if (features_ & IORING_FEAT_CQE_SKIP) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
   }
 
   std::size_t reap(completion* out, std::size_t max) override {
@@ -109,8 +125,10 @@ class native_backend final : public backend {
 
  private:
   void prepare(operation& op) {
-    io_uring_sqe* sqe = next_sqe();
     const io_request& r = op.request;
+    // A linked pair must not be split across two submits: the kernel would run the operation unlinked.
+    if (r.link_timeout != nullptr && io_uring_sq_space_left(&ring_) < 2) flush_for_sqe();
+    io_uring_sqe* sqe = next_sqe();
     switch (r.code) {
       case op_code::nop:
         io_uring_prep_nop(sqe);
@@ -121,8 +139,40 @@ class native_backend final : public backend {
       case op_code::write:
         io_uring_prep_write(sqe, r.fd, r.addr, r.len, r.offset);
         break;
+      case op_code::timeout:
+        io_uring_prep_timeout(sqe, kernel_ts(r.addr), 0, (r.op_flags & kTimeoutAbsolute) ? IORING_TIMEOUT_ABS : 0);
+        break;
+      case op_code::poll:
+        io_uring_prep_poll_add(sqe, r.fd, r.op_flags);
+        break;
+      case op_code::openat:
+        io_uring_prep_openat(sqe, r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len);
+        break;
+      case op_code::close:
+        io_uring_prep_close(sqe, r.fd);
+        break;
+      case op_code::statx:
+        io_uring_prep_statx(sqe, r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len,
+                            reinterpret_cast<struct statx*>(r.aux));
+        break;
+      case op_code::fsync:
+        io_uring_prep_fsync(sqe, r.fd, r.op_flags);
+        break;
     }
     io_uring_sqe_set_data(sqe, &op);
+    if (r.link_timeout != nullptr) {
+      sqe->flags |= IOSQE_IO_LINK;
+      io_uring_sqe* link = next_sqe();
+      // The kernel copies the timespec at submission (IORING_FEAT_SUBMIT_STABLE), and the timeout's own
+      // completion (-ETIME or -ECANCELED) is ours to ignore: user_data 0.
+      io_uring_prep_link_timeout(link, kernel_ts(r.link_timeout), 0);
+      io_uring_sqe_set_data64(link, 0);
+    }
+  }
+
+  static __kernel_timespec* kernel_ts(const void* ts) {
+    static_assert(sizeof(timespec64) == sizeof(__kernel_timespec));
+    return const_cast<__kernel_timespec*>(static_cast<const __kernel_timespec*>(ts));
   }
 
   io_uring_sqe* next_sqe() {

@@ -127,6 +127,8 @@ struct executor_access {
   static void adopt(executor& ex, spawn_node& node);
   static void release(executor& ex, spawn_node& node) noexcept;
   static void fail(executor& ex, std::exception_ptr e) noexcept;
+  // Owner thread: asks for `op` to complete early with -ECANCELED (if it has not completed yet).
+  static void cancel(executor& ex, operation& op);
   // From any thread: runs `node` on ex's thread soon, waking its loop if it sleeps.
   static void post_remote(executor& ex, remote_node& node) noexcept;
   // Owner thread: runs every posted node now.

@@ -1,23 +1,25 @@
 // uring/io.hpp — the basic asynchronous operations on file descriptors.
 //
-// Provides: uring::nop, uring::read, uring::write, uring::current_position.
+// Provides: uring::nop, uring::read, uring::write, uring::poll, uring::current_position,
+// uring::with_timeout, uring::with_stop_token.
 // Threads: await them from a coroutine running on an executor; the operation runs on that executor.
 //
 // Each function returns an awaitable that does nothing until it is awaited (no SQE is taken before).
 // Awaiting yields the result or throws std::system_error naming the operation ("read: Bad file
 // descriptor"); `co_await op.nothrow()` yields a uring::io_result instead. Buffers must stay valid until
-// the co_await returns. Minimum kernel: 5.6 (IORING_OP_READ/WRITE).
+// the co_await returns. A cancelled operation fails with ECANCELED, one whose with_timeout expired with
+// ETIMEDOUT. Minimum kernel: 5.6 (IORING_OP_READ/WRITE), 5.19 for cancelling by stop_token reliably.
 #pragma once
 
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
+#include <stop_token>
 #include <type_traits>
 
 #include "uring/buffer.hpp"
-#include "uring/detail/operation.hpp"
-#include "uring/error.hpp"
-#include "uring/executor.hpp"
+#include "uring/detail/io_awaitable.hpp"
 
 namespace uring {
 
@@ -25,40 +27,6 @@ namespace uring {
 inline constexpr std::uint64_t current_position = ~std::uint64_t{0};
 
 namespace detail {
-
-// An awaitable wrapping one io_request. `Result` is what a successful await yields (void or a byte
-// count); with Throw = false the await yields io_result and never throws for the operation's errors.
-template <class Result, bool Throw = true>
-class [[nodiscard]] io_awaitable : private operation {
- public:
-  io_awaitable(const char* name, const io_request& req) noexcept : name_(name) { request = req; }
-  io_awaitable(const io_awaitable&) = delete;
-  io_awaitable& operator=(const io_awaitable&) = delete;
-
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) {
-    waiter = h;
-    executor_access::submit(executor_access::current(name_), *this);
-  }
-  auto await_resume() {
-    if constexpr (!Throw) {
-      return io_result{res};
-    } else {
-      if (res < 0) throw_errno(-res, name_);
-      if constexpr (!std::is_void_v<Result>) return static_cast<Result>(res);
-    }
-  }
-
-  // The same operation, awaited without exceptions: yields io_result.
-  io_awaitable<Result, false> nothrow() && noexcept
-    requires Throw
-  {
-    return io_awaitable<Result, false>(name_, request);
-  }
-
- private:
-  const char* name_;
-};
 
 // Linux moves at most this many bytes in one read or write (MAX_RW_COUNT); longer buffers are clamped,
 // which the "up to" contract of read and write allows.
@@ -93,6 +61,40 @@ inline detail::io_awaitable<std::size_t> write(int fd, const_buffer buf,
            .len = detail::clamp_len(buf.size()),
            .offset = offset,
            .addr = const_cast<void*>(buf.data())}};
+}
+
+// Waits until `fd` is ready for any of `events` (POLLIN, POLLOUT, ...; <poll.h>) and yields the events
+// that are ready (POLLERR and POLLHUP are always reported). One-shot.
+inline detail::io_awaitable<unsigned> poll(int fd, unsigned events) noexcept {
+  return {"poll", {.code = detail::op_code::poll, .fd = fd, .op_flags = events}};
+}
+
+namespace detail {
+template <class Rep, class Period>
+timespec64 to_timespec(std::chrono::duration<Rep, Period> d) noexcept {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  if (ns < 0) ns = 0;
+  return {ns / 1'000'000'000, ns % 1'000'000'000};
+}
+}  // namespace detail
+
+// The operation, cancelled if it has not completed within `d` (an io_uring linked timeout): it then
+// fails with ETIMEDOUT. Works on every single operation of the library (not on tasks: for those, race
+// them against sleep_for with when_any).
+template <class Result, bool Throw, class Rep, class Period>
+detail::io_awaitable<Result, Throw> with_timeout(detail::io_awaitable<Result, Throw> op,
+                                                 std::chrono::duration<Rep, Period> d) noexcept {
+  op.set_link_timeout(detail::to_timespec(d));
+  return op;
+}
+
+// The operation, cancelled (ECANCELED) when `token` is stopped, from any thread. Without it an operation
+// follows the stop token of the coroutine that awaits it, if that coroutine has one.
+template <class Result, bool Throw>
+detail::io_awaitable<Result, Throw> with_stop_token(detail::io_awaitable<Result, Throw> op,
+                                                    std::stop_token token) noexcept {
+  op.set_stop_token(std::move(token));
+  return op;
 }
 
 }  // namespace uring

@@ -15,6 +15,7 @@
 #include <exception>
 #include <memory>
 #include <stdexcept>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -41,8 +42,14 @@ class task_promise_base {
   final_awaiter final_suspend() const noexcept { return {}; }
   void set_continuation(std::coroutine_handle<> c) noexcept { continuation_ = c; }
 
+  // The stop token operations awaited in this task follow (see uring/io.hpp). A task that has none takes
+  // its awaiter's when it is awaited, so a stop request reaches a whole chain of tasks.
+  [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_token_; }
+  void set_stop_token(std::stop_token t) noexcept { stop_token_ = std::move(t); }
+
  private:
   std::coroutine_handle<> continuation_ = std::noop_coroutine();
+  std::stop_token stop_token_;
 };
 
 template <class T>
@@ -123,7 +130,14 @@ class [[nodiscard]] task {
    public:
     explicit awaiter(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
     bool await_ready() const noexcept { return !handle_ || handle_.done(); }
-    std::coroutine_handle<> await_suspend(std::coroutine_handle<> caller) noexcept {
+    template <class CallerPromise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<CallerPromise> caller) noexcept {
+      if constexpr (requires { caller.promise().stop_token(); }) {
+        auto& mine = handle_.promise();
+        if (!mine.stop_token().stop_possible() && caller.promise().stop_token().stop_possible()) {
+          mine.set_stop_token(caller.promise().stop_token());
+        }
+      }
       handle_.promise().set_continuation(caller);
       return handle_;
     }

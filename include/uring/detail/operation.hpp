@@ -16,10 +16,25 @@
 namespace uring::detail {
 
 // What an operation asks the backend to do. Values are ours, not the kernel's IORING_OP_* numbers.
+// Field use per code is listed beside it; unlisted fields are ignored.
 enum class op_code : std::uint8_t {
   nop,
-  read,   // fd, addr, len, offset (current_position = the file's position, as for pipes)
-  write,  // fd, addr, len, offset
+  read,     // fd, addr, len, offset (current_position = the file's position, as for pipes)
+  write,    // fd, addr, len, offset
+  timeout,  // addr = const timespec64*; op_flags: kTimeoutAbsolute. Completes -ETIME when it expires
+  poll,     // fd, op_flags = poll mask (POLLIN...). Completes with the ready events
+  openat,   // fd = dirfd, addr = path, op_flags = open flags, len = mode. Completes with the new fd
+  close,    // fd
+  statx,    // fd = dirfd, addr = path, op_flags = AT_* flags, len = mask, aux = struct statx*
+  fsync,    // fd, op_flags = IORING_FSYNC_DATASYNC (1) for fdatasync
+};
+
+inline constexpr std::uint32_t kTimeoutAbsolute = 1;  // timeout: addr is a CLOCK_MONOTONIC deadline
+
+// Seconds and nanoseconds, laid out as the kernel's __kernel_timespec.
+struct timespec64 {
+  std::int64_t tv_sec = 0;
+  std::int64_t tv_nsec = 0;
 };
 
 struct io_request {
@@ -29,7 +44,14 @@ struct io_request {
   std::uint32_t op_flags = 0;
   std::uint64_t offset = 0;
   void* addr = nullptr;
+  std::uint64_t aux = 0;
+  // When set, the operation is cancelled (completes -ECANCELED) if this relative time passes first: a
+  // linked timeout. Read only at submission.
+  const timespec64* link_timeout = nullptr;
 };
+
+// Where an operation is in its life, so that a cancel knows whether the kernel has it yet.
+enum class op_state : std::uint8_t { idle, queued, submitted, cancelled_early };
 
 struct operation {
   // Called on the owner thread once the operation's completion is reaped, after `res` and `cqe_flags`
@@ -41,11 +63,13 @@ struct operation {
   operation* next = nullptr;  // the executor's list of operations awaiting the turn's enter
   std::int32_t res = 0;        // byte count or other non-negative result, or -errno
   std::uint32_t cqe_flags = 0;
+  op_state state = op_state::idle;
   io_request request;
 
   void finish(std::int32_t result, std::uint32_t flags) noexcept {
     res = result;
     cqe_flags = flags;
+    state = op_state::idle;  // from here on a cancel must not reach the kernel: the address may be reused
     if (complete != nullptr) {
       complete(this);
     } else {
@@ -64,6 +88,7 @@ struct op_queue {
 
   void push(operation& op) noexcept {
     op.next = nullptr;
+    op.state = op_state::queued;
     if (tail != nullptr) {
       tail->next = &op;
     } else {

@@ -1,0 +1,147 @@
+// uring/detail/io_awaitable.hpp — the awaitable behind every single operation (nop, read, sleep_for, ...).
+//
+// Provides: detail::io_awaitable<Result, Throw>.
+// Threads: await it from a coroutine running on an executor; a stop request may come from any thread.
+//
+// Awaiting queues the operation on the running executor (no SQE is taken before). Cancellation: the
+// awaitable takes a std::stop_token given explicitly (with_stop_token) or, failing that, the awaiting
+// coroutine's own (a task inherits its awaiter's; when_any hands one to its children). A stop request
+// on the owner thread cancels at once; from another thread it is posted to the owner. A linked timeout
+// (with_timeout) turns an operation that outlives it into ETIMEDOUT. The awaitable may be moved until it
+// is awaited, never after.
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+#include <type_traits>
+
+#include "uring/detail/operation.hpp"
+#include "uring/detail/remote.hpp"
+#include "uring/error.hpp"
+#include "uring/executor.hpp"
+
+namespace uring::detail {
+
+// Coroutine promises that carry a stop token (task's does) expose it so operations can inherit it.
+template <class Promise>
+concept has_stop_token = requires(const Promise& p) {
+  { p.stop_token() } -> std::convertible_to<std::stop_token>;
+};
+
+template <class Result, bool Throw = true>
+class [[nodiscard]] io_awaitable : private operation {
+ public:
+  io_awaitable(const char* name, const io_request& req) noexcept : name_(name) { request = req; }
+  io_awaitable(io_awaitable&& o) noexcept
+      : operation(o), name_(o.name_), token_(std::move(o.token_)), time_(o.time_), linked_(o.linked_) {}
+  io_awaitable& operator=(io_awaitable&&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> h) {
+    if constexpr (has_stop_token<Promise>) {
+      if (!token_.stop_possible()) token_ = h.promise().stop_token();
+    }
+    return start(h);
+  }
+
+  auto await_resume() {
+    if (cancel_) finish_cancellation();
+    std::int32_t r = res;
+    if (request.code == op_code::timeout && r == -ETIME) r = 0;  // a sleep that ran its course
+    if (r == -ECANCELED && linked_ && !token_.stop_requested()) r = -ETIMEDOUT;
+    if constexpr (!Throw) {
+      return io_result{r};
+    } else {
+      if (r < 0) throw_errno(-r, name_);
+      if constexpr (!std::is_void_v<Result>) return static_cast<Result>(r);
+    }
+  }
+
+  // The same operation, awaited without exceptions: yields io_result.
+  io_awaitable<Result, false> nothrow() && noexcept
+    requires Throw
+  {
+    return io_awaitable<Result, false>(std::move(*this), 0);
+  }
+
+  // Used by with_timeout / with_stop_token and the timer functions.
+  void set_link_timeout(timespec64 t) noexcept {
+    time_ = t;
+    linked_ = true;
+  }
+  void set_time(timespec64 t) noexcept { time_ = t; }
+  void set_stop_token(std::stop_token t) noexcept { token_ = std::move(t); }
+
+ private:
+  template <class, bool>
+  friend class io_awaitable;
+  template <bool OtherThrow>
+  io_awaitable(io_awaitable<Result, OtherThrow>&& o, int) noexcept
+      : operation(o), name_(o.name_), token_(std::move(o.token_)), time_(o.time_), linked_(o.linked_) {}
+
+  bool start(std::coroutine_handle<> h) {
+    executor& ex = executor_access::current(name_);
+    if (token_.stop_requested()) {
+      res = -ECANCELED;
+      return false;  // resume at once: nothing was started
+    }
+    waiter = h;
+    // Pointers into this object are taken only now, when it no longer moves.
+    if (request.code == op_code::timeout) request.addr = &time_;
+    if (linked_) request.link_timeout = &time_;
+    executor_access::submit(ex, *this);
+    if (token_.stop_possible()) arm_cancellation(ex);
+    return true;
+  }
+
+  // The stop callback's side: cancel on the owner thread, or post the cancel there.
+  struct canceller : remote_node {
+    struct on_stop {
+      canceller* c;
+      void operator()() const noexcept {
+        if (t_running == &c->ex) {
+          executor_access::cancel(c->ex, c->self);
+        } else {
+          c->posted.store(true, std::memory_order_release);
+          executor_access::post_remote(c->ex, *c);
+        }
+      }
+    };
+    canceller(io_awaitable& a, executor& e) : self(a), ex(e) {
+      run = [](remote_node* n) noexcept {
+        auto* me = static_cast<canceller*>(n);
+        if (me->self.state != op_state::idle) executor_access::cancel(me->ex, me->self);
+      };
+    }
+    io_awaitable& self;
+    executor& ex;
+    std::atomic<bool> posted{false};
+    std::optional<std::stop_callback<on_stop>> callback;
+  };
+
+  void arm_cancellation(executor& ex) {
+    cancel_.emplace(*this, ex);
+    cancel_->callback.emplace(token_, typename canceller::on_stop{&*cancel_});  // may run at once
+  }
+
+  void finish_cancellation() noexcept {
+    cancel_->callback.reset();  // waits for a callback running on another thread
+    // A cancel posted from another thread still sits in the owner's queue, pointing at this object: run
+    // the queue now (the operation has completed, so the cancel does nothing) before this object dies.
+    if (cancel_->posted.load(std::memory_order_acquire)) executor_access::drain_remote(cancel_->ex);
+    cancel_.reset();
+  }
+
+  const char* name_;
+  std::stop_token token_;
+  timespec64 time_{};    // the timeout's time, or the linked timeout's
+  bool linked_ = false;  // time_ is a linked timeout
+  std::optional<canceller> cancel_;
+};
+
+}  // namespace uring::detail

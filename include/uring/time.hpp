@@ -1,0 +1,32 @@
+// uring/time.hpp — sleeping on the ring.
+//
+// Provides: uring::sleep_for, uring::sleep_until.
+// Threads: await them from a coroutine running on an executor.
+//
+// A sleep is an io_uring timeout (IORING_OP_TIMEOUT on CLOCK_MONOTONIC, i.e. std::chrono::steady_clock)
+// or, emulated, a deadline in the executor's timer heap. It completes normally when the time has come and
+// throws std::system_error(ECANCELED) if cancelled through a stop token first. Minimum kernel: 5.4.
+#pragma once
+
+#include <chrono>
+
+#include "uring/io.hpp"
+
+namespace uring {
+
+template <class Rep, class Period>
+detail::io_awaitable<void> sleep_for(std::chrono::duration<Rep, Period> d) noexcept {
+  detail::io_awaitable<void> op("sleep_for", {.code = detail::op_code::timeout});
+  op.set_time(detail::to_timespec(d));
+  return op;
+}
+
+template <class Duration>
+detail::io_awaitable<void> sleep_until(std::chrono::time_point<std::chrono::steady_clock, Duration> t) noexcept {
+  detail::io_awaitable<void> op("sleep_until",
+                                {.code = detail::op_code::timeout, .op_flags = detail::kTimeoutAbsolute});
+  op.set_time(detail::to_timespec(t.time_since_epoch()));
+  return op;
+}
+
+}  // namespace uring
