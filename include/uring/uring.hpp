@@ -10,3 +10,4 @@
 #include "uring/spawn.hpp"
 #include "uring/sync_wait.hpp"
 #include "uring/task.hpp"
+#include "uring/version.hpp"
