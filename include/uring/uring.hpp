@@ -11,3 +11,4 @@
 #include "uring/sync_wait.hpp"
 #include "uring/task.hpp"
 #include "uring/time.hpp"
+#include "uring/version.hpp"
