@@ -1,6 +1,8 @@
 // uring/uring.hpp — everything, for applications that prefer one include.
 #pragma once
 
+#include "uring/async_mutex.hpp"
+#include "uring/async_semaphore.hpp"
 #include "uring/buffer.hpp"
 #include "uring/error.hpp"
 #include "uring/executor.hpp"
