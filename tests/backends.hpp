@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,9 @@ struct backend_config {
   std::string name;
   executor_options options;
 };
+
+// Test names and failure messages show the configuration's name, not its bytes.
+inline void PrintTo(const backend_config& c, std::ostream* os) { *os << c.name; }
 
 inline std::vector<backend_config> all_backends() {
   executor_options native;

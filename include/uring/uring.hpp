@@ -14,3 +14,5 @@
 #include "uring/task.hpp"
 #include "uring/time.hpp"
 #include "uring/version.hpp"
+#include "uring/when_all.hpp"
+#include "uring/when_any.hpp"
