@@ -57,7 +57,7 @@ feature_set parse_feature_set(const std::string& comma_list) {
     if (end == std::string::npos) end = comma_list.size();
     std::string name = detail::trim(comma_list.substr(pos, end - pos));
     pos = end + 1;
-    if (name.empty()) continue;
+    if (name.empty() || name == "none") continue;  // "none" is what to_string prints for the empty set
     bool known = false;
     for (auto [f, n] : kFeatureNames) {
       if (name == n) {

@@ -1,13 +1,28 @@
+// kernel_features.cpp — the kernel probe: each feature tried for real on a throw-away ring, and the
+// probe's report as a table and as JSON.
 #include "uring/kernel_features.hpp"
 
 #include <liburing.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <array>
-#include <utility>
+#include <cstdint>
 #include <cstdio>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "setup_error.hpp"
+#include "uring/plan.hpp"
 
 namespace uring {
 
@@ -47,47 +62,315 @@ std::string feature_name(unsigned bit) {
   return "bit" + std::to_string(bit);
 }
 
-kernel_features probe_kernel() {
-  kernel_features f;
-  utsname u{};
-  if (uname(&u) == 0) f.kernel_release = u.release;
+namespace {
 
-  io_uring ring{};
-  io_uring_params params{};
-  int r = io_uring_queue_init_params(4, &ring, &params);
-  if (r < 0) {
-    f.setup_errno = -r;
-    f.reason = detail::explain_setup_error(-r);
-    return f;
+// liburing 2.3 predates IORING_REGISTER_SEND_MSG_RING (kernel 6.13): a "blind" register opcode, issued with
+// fd -1, that posts a MSG_RING's CQE to the target ring without needing a ring of the sender's own.
+constexpr unsigned kRegisterSendMsgRing = 31;
+
+// What the messaging probes send: values no other CQE on a fresh ring could carry by accident.
+constexpr std::uint64_t kProbeUserData = 0x7572'696e'6750'5242ULL;
+constexpr unsigned kProbeLen = 0x5a17;
+// user_data of the probes' own operations.
+constexpr std::uint64_t kOpTag = 1;
+constexpr std::uint64_t kCancelTag = 2;
+// Every CQE the probe waits for is due within microseconds; the limit only keeps a broken kernel from
+// hanging the process that probes.
+constexpr long long kCqeWaitNs = 200'000'000;
+
+// A CQE's fixed part, copied out so that its CQ slot is released at once.
+struct completion {
+  std::uint64_t user_data = 0;
+  std::int32_t res = 0;
+  std::uint32_t flags = 0;
+
+  [[nodiscard]] bool more() const noexcept { return (flags & IORING_CQE_F_MORE) != 0; }
+};
+
+class unique_fd {
+ public:
+  explicit unique_fd(int fd = -1) noexcept : fd_(fd) {}
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+  ~unique_fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  [[nodiscard]] bool ok() const noexcept { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+// A small ring that lives for one probe and is torn down on every path.
+class scratch_ring {
+ public:
+  explicit scratch_ring(unsigned setup_flags = 0) {
+    params_.flags = setup_flags;
+    error_ = -io_uring_queue_init_params(4, &ring_, &params_);
+  }
+  scratch_ring(const scratch_ring&) = delete;
+  scratch_ring& operator=(const scratch_ring&) = delete;
+  ~scratch_ring() {
+    if (ok()) io_uring_queue_exit(&ring_);
+  }
+
+  [[nodiscard]] bool ok() const noexcept { return error_ == 0; }
+  [[nodiscard]] int error() const noexcept { return error_; }  // io_uring_setup's errno, positive
+  [[nodiscard]] const io_uring_params& params() const noexcept { return params_; }
+  [[nodiscard]] io_uring* get() noexcept { return &ring_; }
+  [[nodiscard]] int fd() const noexcept { return ring_.ring_fd; }
+
+  // Never null here: a probe queues at most two SQEs on a ring of four.
+  io_uring_sqe* sqe(std::uint64_t user_data) noexcept {
+    io_uring_sqe* s = io_uring_get_sqe(&ring_);
+    io_uring_sqe_set_data64(s, user_data);
+    return s;
+  }
+
+  // Submits what is queued and returns the next completion; nothing if none came within kCqeWaitNs.
+  std::optional<completion> submit_and_wait() {
+    if (io_uring_submit(&ring_) < 0) return std::nullopt;
+    return wait();
+  }
+  // The next completion, for CQEs that another ring or the kernel posts here.
+  std::optional<completion> wait() {
+    __kernel_timespec limit{0, kCqeWaitNs};
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_wait_cqe_timeout(&ring_, &cqe, &limit) != 0 || cqe == nullptr) return std::nullopt;
+    completion c{cqe->user_data, cqe->res, cqe->flags};
+    io_uring_cqe_seen(&ring_, cqe);
+    return c;
+  }
+
+  // Cancels the armed multishot operation kOpTag and reaps until both its last CQE (no F_MORE) and the
+  // cancel's CQE are in, so nothing of it is in flight when its buffers and fds go away.
+  void cancel_and_drain() {
+    io_uring_prep_cancel64(sqe(kCancelTag), kOpTag, 0);
+    if (io_uring_submit(&ring_) < 0) return;  // the ring's teardown cancels it instead
+    bool op_done = false, cancel_done = false;
+    while (!op_done || !cancel_done) {
+      std::optional<completion> c = wait();
+      if (!c) return;
+      if (c->user_data == kCancelTag) cancel_done = true;
+      if (c->user_data == kOpTag && !c->more()) op_done = true;
+    }
+  }
+
+ private:
+  io_uring ring_{};
+  io_uring_params params_{};
+  int error_ = 0;
+};
+
+// A provided-buffer ring (IORING_REGISTER_PBUF_RING) of a few small buffers, filled and registered as
+// group kGroup. One private mapping holds both: the ring in the first page (the kernel wants it page
+// aligned), the buffers in the second. liburing 2.3 has no io_uring_setup_buf_ring, so this is its
+// hand-made equivalent.
+class buffer_ring {
+ public:
+  static constexpr unsigned kEntries = 4;  // a power of two, as the kernel requires
+  static constexpr unsigned kBufferSize = 256;
+  static constexpr std::uint16_t kGroup = 7;
+
+  explicit buffer_ring(io_uring& ring)
+      : ring_(ring), page_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))) {
+    void* mem = ::mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return;
+    mem_ = static_cast<char*>(mem);
+    auto* br = reinterpret_cast<io_uring_buf_ring*>(mem_);
+    io_uring_buf_ring_init(br);
+    io_uring_buf_reg reg{};
+    reg.ring_addr = reinterpret_cast<std::uintptr_t>(mem_);
+    reg.ring_entries = kEntries;
+    reg.bgid = kGroup;
+    if (io_uring_register_buf_ring(&ring_, &reg, 0) != 0) return;
+    registered_ = true;
+    for (unsigned i = 0; i < kEntries; ++i) {
+      io_uring_buf_ring_add(br, mem_ + page_ + i * kBufferSize, kBufferSize, static_cast<unsigned short>(i),
+                            io_uring_buf_ring_mask(kEntries), static_cast<int>(i));
+    }
+    io_uring_buf_ring_advance(br, kEntries);
+  }
+  buffer_ring(const buffer_ring&) = delete;
+  buffer_ring& operator=(const buffer_ring&) = delete;
+  ~buffer_ring() {
+    unregister();
+    if (mem_ != nullptr) ::munmap(mem_, 2 * page_);
+  }
+
+  [[nodiscard]] bool registered() const noexcept { return registered_; }
+  // True when the kernel took the registration back.
+  bool unregister() {
+    if (!registered_) return false;
+    registered_ = false;
+    return io_uring_unregister_buf_ring(&ring_, kGroup) == 0;
+  }
+
+ private:
+  io_uring& ring_;
+  std::size_t page_;
+  char* mem_ = nullptr;
+  bool registered_ = false;
+};
+
+// Whether a uname release such as "6.18.44-fc" is at least major.minor.
+bool release_at_least(const std::string& release, int major, int minor) {
+  int have_major = 0, have_minor = 0;
+  if (std::sscanf(release.c_str(), "%d.%d", &have_major, &have_minor) != 2) return false;
+  return have_major > major || (have_major == major && have_minor >= minor);
+}
+
+// The first ring: is io_uring usable at all, its IORING_FEAT_* bits, its opcodes, and whether its fd can
+// be registered. False (with the errno and the reason filled in) when io_uring_setup fails.
+bool probe_basics(kernel_features& f) {
+  scratch_ring ring;
+  if (!ring.ok()) {
+    f.setup_errno = ring.error();
+    f.reason = detail::explain_setup_error(ring.error());
+    return false;
   }
   f.io_uring_usable = true;
-  f.feature_bits = params.features;
-  if (io_uring_probe* probe = io_uring_get_probe_ring(&ring)) {
+  f.feature_bits = ring.params().features;
+  if (io_uring_probe* probe = io_uring_get_probe_ring(ring.get())) {
     for (unsigned op = 0; op <= probe->last_op && op < f.opcodes.size(); ++op) {
       if (io_uring_opcode_supported(probe, static_cast<int>(op))) f.opcodes.set(op);
     }
     io_uring_free_probe(probe);
   }
-  f.registered_ring_fd = io_uring_register_ring_fd(&ring) == 1;
-  io_uring_queue_exit(&ring);
+  f.registered_ring_fd = io_uring_register_ring_fd(ring.get()) == 1;
+  return true;
+}
 
-  // Each setup flag on a ring of its own: a kernel that refuses one says EINVAL.
+// Each setup flag on a ring of its own: a kernel that does not know one says EINVAL.
+ring_flags probe_setup_flags() {
   constexpr std::pair<ring_flags, unsigned> kSetup[] = {
       {ring_flags::submit_all, IORING_SETUP_SUBMIT_ALL},
       {ring_flags::coop_taskrun, IORING_SETUP_COOP_TASKRUN},
       {ring_flags::single_issuer, IORING_SETUP_SINGLE_ISSUER},
       {ring_flags::defer_taskrun, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN},
   };
+  ring_flags accepted = ring_flags::none;
   for (auto [flag, bits] : kSetup) {
-    io_uring probe_ring{};
-    io_uring_params p{};
-    p.flags = bits;
-    if (io_uring_queue_init_params(2, &probe_ring, &p) == 0) {
-      f.setup_flags = f.setup_flags | flag;
-      io_uring_queue_exit(&probe_ring);
-    }
+    if (scratch_ring(bits).ok()) accepted = accepted | flag;
   }
-  f.msg_ring = f.supports(IORING_OP_MSG_RING);
+  return accepted;
+}
+
+// Whether `target` received the probe message with exactly the user_data and len that were sent.
+bool received_probe_message(scratch_ring& target) {
+  std::optional<completion> c = target.wait();
+  return c && c->user_data == kProbeUserData && c->res == static_cast<std::int32_t>(kProbeLen);
+}
+
+// A MSG_RING round trip: ring A posts to ring B, and B must see the message.
+bool probe_msg_ring() {
+  scratch_ring sender, target;
+  if (!sender.ok() || !target.ok()) return false;
+  io_uring_prep_msg_ring(sender.sqe(kOpTag), target.fd(), kProbeLen, kProbeUserData, 0);
+  std::optional<completion> sent = sender.submit_and_wait();
+  return sent && sent->user_data == kOpTag && sent->res == 0 && received_probe_message(target);
+}
+
+// IORING_REGISTER_SEND_MSG_RING: the same message from no ring at all, by the blind register opcode.
+// Kernels before 6.13 answer EBADF (fd -1) or EINVAL (unknown opcode).
+bool probe_send_msg_ring() {
+  scratch_ring target;
+  if (!target.ok()) return false;
+  io_uring_sqe sqe{};
+  io_uring_prep_msg_ring(&sqe, target.fd(), kProbeLen, kProbeUserData, 0);
+  if (::syscall(__NR_io_uring_register, -1, kRegisterSendMsgRing, &sqe, 1) != 0) return false;
+  return received_probe_message(target);
+}
+
+// Registers an eventfd, checks that a completion signals it (the point of registering one), unregisters.
+bool probe_eventfd_register() {
+  scratch_ring ring;
+  unique_fd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!ring.ok() || !efd.ok()) return false;
+  if (io_uring_register_eventfd(ring.get(), efd.get()) != 0) return false;
+  io_uring_prep_nop(ring.sqe(kOpTag));
+  std::optional<completion> done = ring.submit_and_wait();
+  eventfd_t count = 0;
+  bool signalled = done && ::eventfd_read(efd.get(), &count) == 0 && count > 0;
+  return io_uring_unregister_eventfd(ring.get()) == 0 && signalled;
+}
+
+bool probe_buf_ring() {
+  scratch_ring ring;
+  if (!ring.ok()) return false;
+  buffer_ring buffers(*ring.get());
+  return buffers.registered() && buffers.unregister();
+}
+
+// A multishot accept on a listening socket with a connection waiting: the CQE that accepts it must say
+// IORING_CQE_F_MORE (still armed). AF_UNIX with an autobound abstract address rather than TCP loopback:
+// the kernel's accept path is the same, and it needs neither a file nor a configured network.
+// nullopt when the sockets could not be set up, which says nothing about the kernel's io_uring.
+std::optional<bool> probe_multishot_accept() {
+  unique_fd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  unique_fd client(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listener.ok() || !client.ok()) return std::nullopt;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  socklen_t len = sizeof(sa_family_t);  // a bind with the family alone autobinds
+  auto* sa = reinterpret_cast<sockaddr*>(&addr);
+  if (::bind(listener.get(), sa, len) != 0 || ::listen(listener.get(), 4) != 0) return std::nullopt;
+  len = sizeof addr;
+  if (::getsockname(listener.get(), sa, &len) != 0 || ::connect(client.get(), sa, len) != 0)
+    return std::nullopt;
+
+  scratch_ring ring;
+  if (!ring.ok()) return false;
+  io_uring_prep_multishot_accept(ring.sqe(kOpTag), listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
+  std::optional<completion> accepted = ring.submit_and_wait();
+  if (accepted && accepted->res >= 0) ::close(accepted->res);
+  if (accepted && accepted->more()) ring.cancel_and_drain();
+  return accepted && accepted->user_data == kOpTag && accepted->res >= 0 && accepted->more();
+}
+
+// A multishot recv with a provided-buffer ring (multishot recv requires buffer selection) on a socket
+// pair with data waiting: the CQE must carry the data in a provided buffer and say IORING_CQE_F_MORE.
+std::optional<bool> probe_multishot_recv() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
+  unique_fd ours(sv[0]), peer(sv[1]);
+  static constexpr char kMessage[] = "probe";
+  if (::write(peer.get(), kMessage, sizeof kMessage) != static_cast<ssize_t>(sizeof kMessage))
+    return std::nullopt;
+
+  scratch_ring ring;
+  if (!ring.ok()) return false;
+  buffer_ring buffers(*ring.get());
+  if (!buffers.registered()) return false;
+  io_uring_sqe* s = ring.sqe(kOpTag);
+  io_uring_prep_recv_multishot(s, ours.get(), nullptr, 0, 0);
+  s->flags |= IOSQE_BUFFER_SELECT;
+  s->buf_group = buffer_ring::kGroup;
+  std::optional<completion> got = ring.submit_and_wait();
+  if (got && got->more()) ring.cancel_and_drain();
+  return got && got->user_data == kOpTag && got->res == static_cast<std::int32_t>(sizeof kMessage) &&
+         (got->flags & IORING_CQE_F_BUFFER) != 0 && got->more();
+}
+
+}  // namespace
+
+kernel_features probe_kernel() {
+  kernel_features f;
+  utsname u{};
+  if (::uname(&u) == 0) f.kernel_release = u.release;
+  if (!probe_basics(f)) return f;
+  f.setup_flags = probe_setup_flags();
+  f.msg_ring = f.supports(IORING_OP_MSG_RING) && probe_msg_ring();
+  f.send_msg_ring = probe_send_msg_ring();
+  f.eventfd_register = probe_eventfd_register();
+  f.buf_ring = probe_buf_ring();
+  // Where the sockets themselves cannot be made (out of fds, a sandbox without AF_UNIX), the kernel release
+  // decides: multishot accept came in 5.19, multishot recv in 6.0.
+  f.multishot_accept = f.supports(IORING_OP_ACCEPT) &&
+                       probe_multishot_accept().value_or(release_at_least(f.kernel_release, 5, 19));
+  f.multishot_recv = f.supports(IORING_OP_RECV) && f.buf_ring &&
+                     probe_multishot_recv().value_or(release_at_least(f.kernel_release, 6, 0));
   f.send_zc = f.supports(IORING_OP_SEND_ZC);
   return f;
 }
@@ -106,12 +389,22 @@ std::string to_string(const kernel_features& f) {
     return out;
   }
   out += "io_uring          usable\n";
-  out += std::string("registered ring   ") + (f.registered_ring_fd ? "yes" : "no") + "\n";
   out += "setup flags       " + to_string(f.setup_flags) + "\n";
-  out += std::string("msg_ring          ") + (f.msg_ring ? "yes" : "no") + "\n";
+  auto yes_no = [](bool b) { return b ? "yes\n" : "no\n"; };
+  out += std::string("registered ring   ") + yes_no(f.registered_ring_fd);
+  out += std::string("msg_ring          ") + yes_no(f.msg_ring);
+  out += std::string("send_msg_ring     ") + yes_no(f.send_msg_ring);
+  out += std::string("eventfd register  ") + yes_no(f.eventfd_register);
+  out += std::string("buffer ring       ") + yes_no(f.buf_ring);
+  out += std::string("multishot accept  ") + yes_no(f.multishot_accept);
+  out += std::string("multishot recv    ") + yes_no(f.multishot_recv);
+  out += std::string("send_zc           ") + yes_no(f.send_zc);
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
-    if (f.feature_bits & (1u << bit)) out += " " + feature_name(bit);
+    if (f.feature_bits & (1u << bit)) {
+      out += ' ';  // not " " + name: g++ 12 sees a false -Wrestrict in that
+      out += feature_name(bit);
+    }
   }
   out += "\nopcodes           " + std::to_string(f.opcodes.count()) + " supported\n";
   std::string line;
@@ -127,6 +420,127 @@ std::string to_string(const kernel_features& f) {
   }
   if (!line.empty()) out += line + "\n";
   return out;
+}
+
+namespace {
+
+// A control character as JSON writes it: its short escape where JSON has one, else \u00XX.
+std::string control_escape(unsigned char c) {
+  switch (c) {
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+      return escaped;
+  }
+}
+
+// `s` as a JSON string literal. Bytes from 0x80 up pass through: the text we emit is UTF-8 already.
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      out += control_escape(static_cast<unsigned char>(ch));
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (const auto& item : items) {
+    if (out.size() > 1) out += ',';
+    out += json_quote(item);
+  }
+  return out + "]";
+}
+
+// Builds one JSON object, member by member, in the order added. One name per value type, because an
+// overloaded add(key, "text") would pick the bool overload.
+class json_object {
+ public:
+  json_object& raw(std::string_view key, std::string_view json) {
+    out_ += out_.size() > 1 ? "," : "";
+    out_ += json_quote(key);
+    out_ += ':';
+    out_ += json;
+    return *this;
+  }
+  json_object& boolean(std::string_view key, bool v) { return raw(key, v ? "true" : "false"); }
+  json_object& number(std::string_view key, long long v) { return raw(key, std::to_string(v)); }
+  json_object& text(std::string_view key, std::string_view v) { return raw(key, json_quote(v)); }
+  json_object& texts(std::string_view key, const std::vector<std::string>& v) {
+    return raw(key, json_array(v));
+  }
+  [[nodiscard]] std::string str() const { return out_ + "}"; }
+
+ private:
+  std::string out_ = "{";
+};
+
+// Each flag set in `flags` by its name, one flag at a time.
+std::vector<std::string> flag_names(ring_flags flags) {
+  std::vector<std::string> names;
+  for (ring_flags one : {ring_flags::submit_all, ring_flags::coop_taskrun, ring_flags::single_issuer,
+                         ring_flags::defer_taskrun}) {
+    if (any(flags & one)) names.push_back(to_string(one));
+  }
+  return names;
+}
+
+}  // namespace
+
+std::string to_json(const kernel_features& f) {
+  std::vector<std::string> features, opcodes;
+  for (unsigned bit = 0; bit < 32; ++bit) {
+    if (f.feature_bits & (1u << bit)) features.push_back(feature_name(bit));
+  }
+  for (unsigned op = 0; op < f.opcodes.size(); ++op) {
+    if (f.opcodes.test(op)) opcodes.push_back(opcode_name(op));
+  }
+  return json_object()
+      .text("kernel_release", f.kernel_release)
+      .boolean("io_uring_usable", f.io_uring_usable)
+      .number("setup_errno", f.setup_errno)
+      .text("reason", f.reason)
+      .number("feature_bits", f.feature_bits)
+      .texts("features", features)
+      .texts("opcodes", opcodes)
+      .boolean("registered_ring_fd", f.registered_ring_fd)
+      .texts("setup_flags", flag_names(f.setup_flags))
+      .boolean("msg_ring", f.msg_ring)
+      .boolean("send_msg_ring", f.send_msg_ring)
+      .boolean("eventfd_register", f.eventfd_register)
+      .boolean("buf_ring", f.buf_ring)
+      .boolean("multishot_accept", f.multishot_accept)
+      .boolean("multishot_recv", f.multishot_recv)
+      .boolean("send_zc", f.send_zc)
+      .str();
+}
+
+std::string to_json(const executor_plan& plan) {
+  return json_object()
+      .text("backend", to_string(plan.backend))
+      .texts("flags", flag_names(plan.flags))
+      .boolean("register_ring_fd", plan.register_ring_fd)
+      .boolean("msg_ring", plan.msg_ring)
+      .boolean("send_msg_ring", plan.send_msg_ring)
+      .texts("notes", plan.notes)
+      .str();
 }
 
 }  // namespace uring

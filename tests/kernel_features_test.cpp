@@ -3,13 +3,81 @@
 
 #include <liburing.h>
 
+#include <dirent.h>
+
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include <uring/kernel_features.hpp>
+#include <uring/plan.hpp>
 
 #include "setup_error.hpp"
 
 namespace {
+
+// Whether `release` ("6.18.44-fc") is at least major.minor.
+bool release_at_least(const std::string& release, int major, int minor) {
+  int have_major = 0, have_minor = 0;
+  if (std::sscanf(release.c_str(), "%d.%d", &have_major, &have_minor) != 2) return false;
+  return have_major > major || (have_major == major && have_minor >= minor);
+}
+
+int open_fd_count() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (::readdir(d) != nullptr) ++n;
+    ::closedir(d);
+  }
+  return n;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+bool is_hex4(const std::string& s) {
+  return s.size() == 4 && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+// A structural check of JSON without a parser: strings end, escapes are JSON's, no raw control characters
+// inside strings, and braces and brackets nest and balance outside strings. Empty when fine, else what broke.
+std::string json_structure_error(const std::string& json) {
+  std::vector<char> open;
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      if (static_cast<unsigned char>(c) < 0x20) return "raw control character at " + std::to_string(i);
+      if (c == '"') in_string = false;
+      if (c == '\\') {
+        if (++i == json.size()) return "escape at the end";
+        if (std::string("\"\\/bfnrtu").find(json[i]) == std::string::npos)
+          return "bad escape at " + std::to_string(i);
+        if (json[i] == 'u' && (i + 4 >= json.size() || !is_hex4(json.substr(i + 1, 4)))) {
+          return "bad \\u escape at " + std::to_string(i);
+        }
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '{' || c == '[') open.push_back(c == '{' ? '}' : ']');
+    if (c == '}' || c == ']') {
+      if (open.empty() || open.back() != c)
+        return std::string("unbalanced ") + c + " at " + std::to_string(i);
+      open.pop_back();
+    }
+  }
+  if (in_string) return "unterminated string";
+  if (!open.empty()) return "unclosed " + std::string(1, open.back() == '}' ? '{' : '[');
+  return {};
+}
 
 TEST(KernelFeatures, ThisKernelHasUsableIoUring) {
   auto f = uring::probe_kernel();
@@ -47,6 +115,11 @@ TEST(KernelFeatures, ReportIsReadable) {
   EXPECT_NE(text.find("NODROP"), std::string::npos);
   EXPECT_NE(text.find("MSG_RING"), std::string::npos);
   EXPECT_NE(text.find("registered ring   yes"), std::string::npos);
+  for (const char* line :
+       {"msg_ring          yes", "send_msg_ring     yes", "eventfd register  yes", "buffer ring       yes",
+        "multishot accept  yes", "multishot recv    yes", "send_zc           yes"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " missing from\n" << text;
+  }
 
   uring::kernel_features blocked;
   blocked.kernel_release = "4.19";
@@ -63,6 +136,141 @@ TEST(KernelFeatures, SetupErrorsSayWhyAndWhatToDo) {
   EXPECT_NE(uring::detail::explain_setup_error(EPERM).find("EPERM"), std::string::npos);
   EXPECT_NE(uring::detail::explain_setup_error(ENOMEM).find("RLIMIT_MEMLOCK"), std::string::npos);
   EXPECT_NE(uring::detail::explain_setup_error(EINVAL).find("flag"), std::string::npos);
+}
+
+// Each feature the probe tries for real must be found on a kernel new enough to have it. On this machine's
+// 6.18 that is every one of them.
+TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
+  auto f = uring::probe_kernel();
+  ASSERT_TRUE(f.io_uring_usable) << f.reason;
+  struct expectation {
+    const char* name;
+    bool found;
+    int major, minor;
+  };
+  const expectation expected[] = {
+      {"registered_ring_fd", f.registered_ring_fd, 5, 18},
+      {"msg_ring", f.msg_ring, 5, 18},
+      {"send_msg_ring", f.send_msg_ring, 6, 13},
+      {"eventfd_register", f.eventfd_register, 5, 1},
+      {"buf_ring", f.buf_ring, 5, 19},
+      {"multishot_accept", f.multishot_accept, 5, 19},
+      {"multishot_recv", f.multishot_recv, 6, 0},
+      {"send_zc", f.send_zc, 6, 0},
+      {"SUBMIT_ALL", uring::any(f.setup_flags & uring::ring_flags::submit_all), 5, 18},
+      {"COOP_TASKRUN", uring::any(f.setup_flags & uring::ring_flags::coop_taskrun), 5, 19},
+      {"SINGLE_ISSUER", uring::any(f.setup_flags & uring::ring_flags::single_issuer), 6, 0},
+      {"DEFER_TASKRUN", uring::any(f.setup_flags & uring::ring_flags::defer_taskrun), 6, 1},
+  };
+  int checked = 0;
+  for (const auto& e : expected) {
+    if (!release_at_least(f.kernel_release, e.major, e.minor)) continue;
+    EXPECT_TRUE(e.found) << e.name << " on kernel " << f.kernel_release;
+    ++checked;
+  }
+  if (release_at_least(f.kernel_release, 6, 13)) {
+    EXPECT_EQ(checked, 12);
+  }
+}
+
+TEST(KernelFeatures, ProbeClosesEverythingItOpens) {
+  (void)uring::probe_kernel();  // anything opened once per process (by libc, the sanitizers) is open now
+  int before = open_fd_count();
+  for (int i = 0; i < 3; ++i) (void)uring::probe_kernel();
+  EXPECT_EQ(open_fd_count(), before);
+}
+
+// Every CQE the probe waits for is due at once; a wait that runs into the probe's 200 ms limit means a probe
+// is broken. Normally the whole probe takes well under a millisecond.
+TEST(KernelFeatures, ProbeIsFast) {
+  std::vector<double> ms;
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    (void)uring::probe_kernel();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("probe_kernel: median %.3f ms, fastest %.3f ms\n", ms[2], ms[0]);
+  EXPECT_LT(ms[2], 50.0);
+}
+
+TEST(KernelFeatures, ProbedKernelIsProbedOnce) {
+  const uring::kernel_features& first = uring::probed_kernel();
+  EXPECT_EQ(&first, &uring::probed_kernel());
+  auto fresh = uring::probe_kernel();
+  EXPECT_EQ(first.io_uring_usable, fresh.io_uring_usable);
+  EXPECT_EQ(first.opcodes, fresh.opcodes);
+  EXPECT_EQ(first.msg_ring, fresh.msg_ring);
+  EXPECT_EQ(first.multishot_recv, fresh.multishot_recv);
+}
+
+TEST(KernelFeaturesJson, ThisKernelAsJson) {
+  auto f = uring::probe_kernel();
+  std::string json = uring::to_json(f);
+  EXPECT_EQ(json_structure_error(json), "") << json;
+  EXPECT_EQ(json.front(), '{');
+  EXPECT_EQ(json.back(), '}');
+  EXPECT_TRUE(contains(json, "{\"kernel_release\":\"" + f.kernel_release + "\",")) << json;
+  for (const char* key : {"io_uring_usable", "registered_ring_fd", "msg_ring", "send_msg_ring",
+                          "eventfd_register", "buf_ring", "multishot_accept", "multishot_recv", "send_zc"}) {
+    EXPECT_TRUE(contains(json, "\"" + std::string(key) + "\":true")) << key << " in " << json;
+  }
+  EXPECT_TRUE(contains(json, "\"setup_errno\":0,\"reason\":\"\",")) << json;
+  EXPECT_TRUE(contains(json, "\"feature_bits\":" + std::to_string(f.feature_bits) + ",")) << json;
+  EXPECT_TRUE(contains(json, "\"features\":[\"SINGLE_MMAP\",\"NODROP\",")) << json;
+  EXPECT_TRUE(contains(json, "\"opcodes\":[\"NOP\",\"READV\",")) << json;
+  EXPECT_TRUE(contains(json, "\"MSG_RING\"")) << json;
+  EXPECT_TRUE(
+      contains(json, "\"setup_flags\":[\"SUBMIT_ALL\",\"COOP_TASKRUN\",\"SINGLE_ISSUER\",\"DEFER_TASKRUN\"]"))
+      << json;
+}
+
+TEST(KernelFeaturesJson, FakeKernelExactly) {
+  uring::kernel_features f;
+  f.kernel_release = "4.19 \"old\"";
+  f.setup_errno = ENOSYS;
+  f.reason = "blocked by C:\\policy\n\t\x01 \xe2\x80\x94 done";
+  f.feature_bits = 0b11;
+  f.opcodes.set(0);
+  f.opcodes.set(200);
+  f.setup_flags = uring::ring_flags::coop_taskrun;
+  f.buf_ring = true;
+  EXPECT_EQ(uring::to_json(f),
+            "{\"kernel_release\":\"4.19 \\\"old\\\"\",\"io_uring_usable\":false,\"setup_errno\":38,"
+            "\"reason\":\"blocked by C:\\\\policy\\n\\t\\u0001 \xe2\x80\x94 done\",\"feature_bits\":3,"
+            "\"features\":[\"SINGLE_MMAP\",\"NODROP\"],\"opcodes\":[\"NOP\",\"op200\"],"
+            "\"registered_ring_fd\":false,\"setup_flags\":[\"COOP_TASKRUN\"],\"msg_ring\":false,"
+            "\"send_msg_ring\":false,\"eventfd_register\":false,"
+            "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false}");
+  EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
+}
+
+TEST(KernelFeaturesJson, PlanExactly) {
+  uring::executor_plan plan;
+  plan.backend = uring::backend_kind::native;
+  plan.flags = uring::ring_flags::submit_all | uring::ring_flags::defer_taskrun;
+  plan.register_ring_fd = true;
+  plan.msg_ring = true;
+  plan.notes = {"say \"no\" to C:\\temp", "second"};
+  EXPECT_EQ(
+      uring::to_json(plan),
+      "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
+      "\"msg_ring\":true,\"send_msg_ring\":false,\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
+
+  uring::executor_plan emulated;
+  emulated.backend = uring::backend_kind::emulated;
+  EXPECT_EQ(uring::to_json(emulated),
+            "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
+            "\"send_msg_ring\":false,\"notes\":[]}");
+}
+
+TEST(KernelFeaturesJson, StructureCheckCatchesBrokenJson) {
+  // The checker used above must itself be able to fail.
+  EXPECT_NE(json_structure_error("{\"a\":[1}"), "");
+  EXPECT_NE(json_structure_error("{\"a\":\"x}"), "");
+  EXPECT_NE(json_structure_error("{\"a\":\"\\q\"}"), "");
+  EXPECT_NE(json_structure_error("{\"a\":\"\n\"}"), "");
+  EXPECT_EQ(json_structure_error("{\"a\":[\"\\u00ff\",{}]}"), "");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <regex>
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@ struct enter_call {
 // Runs the helper under strace and returns every io_uring_enter call it made.
 std::vector<enter_call> traced_enters(const std::string& helper_args) {
   // LeakSanitizer cannot run under ptrace; the leak checks run on the helper's own tests elsewhere.
-  std::string cmd = "ASAN_OPTIONS=detect_leaks=0 " + std::string(URING_STRACE) + " -f -X raw -e trace=io_uring_enter -o /dev/stdout " +
+  std::string cmd = "ASAN_OPTIONS=detect_leaks=0 " + std::string(URING_STRACE) + " -f -X raw -e trace=io_uring_enter,prctl -o /dev/stdout " +
                     URING_ENTER_FLAGS_HELPER + " " + helper_args + " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) return {};
@@ -27,10 +28,13 @@ std::vector<enter_call> traced_enters(const std::string& helper_args) {
   // io_uring_enter(fd, to_submit, min_complete, flags, sig, sigsz) = ret
   static const std::regex kCall(R"(io_uring_enter\(\s*(-?\w+),\s*(\w+),\s*(\w+),\s*(0x[0-9a-fA-F]+|\d+),)");
   char line[1024];
+  bool started = false;  // enters before the helper's marker are the kernel probe's, not an executor's
   while (std::fgets(line, sizeof line, pipe) != nullptr) {
+    if (std::strstr(line, "enters-start") != nullptr) started = true;
     std::cmatch m;
-    if (std::regex_search(line, m, kCall)) calls.push_back({std::stoul(m[4].str(), nullptr, 0), line});
+    if (started && std::regex_search(line, m, kCall)) calls.push_back({std::stoul(m[4].str(), nullptr, 0), line});
   }
+  EXPECT_TRUE(started) << "the helper's enters-start marker is missing from the trace";
   EXPECT_EQ(::pclose(pipe), 0) << "helper or strace failed: " << cmd;
   return calls;
 }

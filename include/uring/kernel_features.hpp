@@ -1,12 +1,16 @@
 // uring/kernel_features.hpp — what the running kernel's io_uring can do.
 //
-// Provides: uring::kernel_features, uring::probe_kernel, uring::opcode_name, uring::feature_name.
+// Provides: uring::kernel_features, uring::probe_kernel, uring::probed_kernel, uring::opcode_name,
+// uring::feature_name, and to_string / to_json for kernel_features (and to_json for executor_plan).
 // Threads: probe_kernel() may be called from any thread; kernel_features is a plain value.
 //
-// The probe sets up a small throw-away ring once and asks it: whether io_uring is usable at all (and, if
-// not, the errno and a sentence on why and what to do), which opcodes it supports (IORING_REGISTER_PROBE),
-// the IORING_FEAT_* bits, and whether a ring fd can be registered. to_string() prints a readable table;
-// samples/probe (uring-probe) shows it.
+// The probe asks small throw-away rings, each closed again on every path: whether io_uring is usable at all
+// (and, if not, the errno and a sentence on why and what to do), which opcodes it supports
+// (IORING_REGISTER_PROBE), the IORING_FEAT_* bits, which setup flags it accepts, and it tries each feature
+// for real: a registered ring fd, a MSG_RING round trip, IORING_REGISTER_SEND_MSG_RING, eventfd
+// registration, a provided-buffer ring, multishot accept and recv on local sockets. The whole probe takes
+// about 0.3-0.8 ms on kernel 6.18. to_string() prints a readable table and to_json() the same as one JSON
+// object; samples/probe (uring-probe) shows both.
 #pragma once
 
 #include <bitset>
@@ -17,6 +21,8 @@
 #include "uring/executor_options.hpp"
 
 namespace uring {
+
+struct executor_plan;  // uring/plan.hpp
 
 struct kernel_features {
   std::string kernel_release;   // uname -r
@@ -51,5 +57,13 @@ std::string feature_name(unsigned bit);
 
 // A readable multi-line report of everything probed.
 std::string to_string(const kernel_features& f);
+
+// Everything probed as one JSON object on one line: the fields by their names above, `features` and
+// `opcodes` as arrays of the kernel's names, `setup_flags` as an array of flag names.
+std::string to_json(const kernel_features& f);
+// The plan as one JSON object: backend, flags (array of names), register_ring_fd, msg_ring, send_msg_ring,
+// notes (array of strings). Declared here rather than in plan.hpp only so that plan.hpp need not change;
+// plan.hpp includes this header, so it is available wherever executor_plan is.
+std::string to_json(const executor_plan& plan);
 
 }  // namespace uring
