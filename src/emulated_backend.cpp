@@ -117,6 +117,7 @@ class emulated_backend final : public backend {
       } else {
         op->state = op_state::submitted;
         ++stats_.sqes;
+        ++stats_.ops[static_cast<std::size_t>(op->request.code)];
         start(*op);
       }
       op = next;
@@ -137,6 +138,7 @@ class emulated_backend final : public backend {
   }
 
   void cancel(operation& target) override {
+    ++stats_.cancels;
     if (waiting_.count(&target) == 0) return;  // already completed: like the kernel's -ENOENT
     unpark(target);
     post(target, -ECANCELED);

@@ -106,8 +106,12 @@ struct executor::impl {
       for (std::size_t i = 0; i < n; ++i) {
         if (batch[i].user_data == 0) continue;  // our own fire-and-forget request
         --queue.inflight;
-        if (queue.closed) continue;
-        reinterpret_cast<detail::operation*>(batch[i].user_data)->finish(batch[i].res, batch[i].flags);
+        auto* op = reinterpret_cast<detail::operation*>(batch[i].user_data);
+        if (queue.closed) {
+          op->state = detail::op_state::idle;  // drained: its frame may now be freed
+          continue;
+        }
+        op->finish(batch[i].res, batch[i].flags);
       }
       if (n < kBatch) return;
     }
@@ -118,7 +122,10 @@ struct executor::impl {
   void shutdown() noexcept {
     queue.closed = true;
     // Operations awaited this turn never reached the kernel: forget them.
-    for (detail::operation* op = queue.take_all(); op != nullptr; op = op->next) --queue.inflight;
+    for (detail::operation* op = queue.take_all(); op != nullptr; op = op->next) {
+      --queue.inflight;
+      op->state = detail::op_state::idle;
+    }
     try {
       if (queue.inflight > 0) {
         backend->cancel_all();
@@ -150,6 +157,21 @@ struct executor::impl {
     node.prev = node.next = nullptr;
   }
 };
+
+const char* to_string(op_kind k) noexcept {
+  switch (k) {
+    case op_kind::nop: return "nop";
+    case op_kind::read: return "read";
+    case op_kind::write: return "write";
+    case op_kind::timeout: return "timeout";
+    case op_kind::poll: return "poll";
+    case op_kind::openat: return "openat";
+    case op_kind::close: return "close";
+    case op_kind::statx: return "statx";
+    case op_kind::fsync: return "fsync";
+  }
+  return "?";
+}
 
 executor::executor() : executor(options{}) {}
 
@@ -264,6 +286,14 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
 }
 
 namespace detail {
+
+void in_flight_operation_destroyed(const char* name) noexcept {
+  std::fprintf(stderr,
+               "uring: a '%s' operation was destroyed while still in flight (its coroutine frame was freed "
+               "before the completion arrived); aborting\n",
+               name);
+  std::abort();
+}
 
 void executor_access::no_executor(const char* what) {
   throw std::logic_error(std::string(what) + ": no executor is running on this thread");

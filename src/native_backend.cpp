@@ -91,12 +91,14 @@ class native_backend final : public backend {
         continue;
       }
       op->state = op_state::submitted;
+      ++stats_.ops[static_cast<std::size_t>(op->request.code)];
       prepare(*op);
     }
     enter(wait ? 1 : 0);
   }
 
   void cancel(operation& target) override {
+    ++stats_.cancels;
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(&target), 0);
     io_uring_sqe_set_data64(sqe, 0);

@@ -388,3 +388,53 @@ TEST_P(Executor, PollRunsOneNonBlockingTurn) {
 INSTANTIATE_BACKENDS(Executor);
 
 }  // namespace
+
+namespace {
+
+#ifndef NDEBUG
+// Debug builds catch what ASan cannot: a frame freed while the kernel still holds one of its operations.
+TEST(ExecutorDeathTest, FreeingAFrameWithAnOperationInFlightAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        uring::test::pipe_pair p;
+        executor ex;
+        ex.run([&]() -> task<void> {
+          auto reader = [](int fd) -> task<void> {
+            char buf[1];
+            co_await uring::read(fd, buf);
+          }(p.read_end.get());
+          auto h = reader.release();
+          h.resume();   // now suspended on the read, which is queued
+          h.destroy();  // misuse: the operation is still in flight
+          co_return;
+        }());
+      },
+      "destroyed while still in flight");
+}
+#endif
+
+TEST(ExecutorDeathTest, DestroyingAnExecutorOffItsThreadAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto ex = std::make_unique<executor>();
+        std::thread([&] { ex.reset(); }).join();
+      },
+      "must be destroyed on the thread that created it");
+}
+
+TEST(ExecutorStats, CountsOperationsByKind) {
+  executor ex;
+  ex.run([]() -> task<void> {
+    co_await uring::nop();
+    co_await uring::nop();
+    co_await uring::sleep_for(std::chrono::milliseconds(0));
+  }());
+  EXPECT_EQ(ex.stats().started(uring::op_kind::nop), 2u);
+  EXPECT_EQ(ex.stats().started(uring::op_kind::timeout), 1u);
+  EXPECT_EQ(ex.stats().started(uring::op_kind::write), 0u);
+  EXPECT_STREQ(uring::to_string(uring::op_kind::statx), "statx");
+}
+
+}  // namespace

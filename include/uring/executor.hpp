@@ -16,6 +16,7 @@
 // *before* any coroutine frame is freed, so the kernel never writes into freed memory.
 #pragma once
 
+#include <array>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,10 @@
 namespace uring {
 
 // Counters an application may read between turns (from the owner thread).
+// The kinds of operation an executor counts (the same list the backends implement).
+using op_kind = detail::op_code;
+const char* to_string(op_kind k) noexcept;
+
 struct executor_stats {
   std::uint64_t enters = 0;           // io_uring_enter calls (submit, wait, or both)
   std::uint64_t sqes = 0;             // operations handed to the kernel
@@ -39,6 +44,11 @@ struct executor_stats {
   std::uint64_t sq_full_flushes = 0;  // early submits because the SQ was full
   std::uint64_t cq_backlogged = 0;    // completions parked while the kernel reported a busy CQ
   std::uint64_t registered_ring_fallbacks = 0;  // ring fd could not be registered (slots used up)
+  std::uint64_t cancels = 0;                    // cancel requests sent for operations in flight
+  // Operations started, by kind; reads include the executor's own wake-up reads (one per sleep).
+  std::array<std::uint64_t, detail::kOpCodeCount> ops{};
+
+  [[nodiscard]] std::uint64_t started(op_kind k) const noexcept { return ops[static_cast<std::size_t>(k)]; }
 };
 
 class executor;

@@ -38,6 +38,14 @@ class [[nodiscard]] io_awaitable : private operation {
   io_awaitable(io_awaitable&& o) noexcept
       : operation(o), name_(o.name_), token_(std::move(o.token_)), time_(o.time_), linked_(o.linked_) {}
   io_awaitable& operator=(io_awaitable&&) = delete;
+#ifndef NDEBUG
+  // The kernel (or the emulation) still holds this operation's address: freeing it now means a later
+  // completion writes into freed memory, which ASan cannot see. The executor never does this (it drains
+  // before freeing frames); destroying a suspended coroutine by hand does. Fail loudly instead.
+  ~io_awaitable() {
+    if (state != op_state::idle) in_flight_operation_destroyed(name_);
+  }
+#endif
 
   bool await_ready() const noexcept { return false; }
 

@@ -29,6 +29,8 @@ enum class op_code : std::uint8_t {
   fsync,    // fd, op_flags = IORING_FSYNC_DATASYNC (1) for fdatasync
 };
 
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::fsync) + 1;
+
 inline constexpr std::uint32_t kTimeoutAbsolute = 1;  // timeout: addr is a CLOCK_MONOTONIC deadline
 
 // Seconds and nanoseconds, laid out as the kernel's __kernel_timespec.
@@ -77,6 +79,9 @@ struct operation {
     }
   }
 };
+
+// Debug builds: prints which operation was freed while in flight, then aborts.
+[[noreturn]] void in_flight_operation_destroyed(const char* name) noexcept;
 
 // Operations awaited during one turn of an executor's loop, in order, plus the count of those the kernel
 // holds. Kept inline in the executor so that starting an operation is two stores, not a call.
