@@ -78,9 +78,22 @@ std::int64_t to_ns(const timespec64& t) { return t.tv_sec * 1'000'000'000LL + t.
 int run_sync(const io_request& r) {
   long rc = -1;
   switch (r.code) {
-    case op_code::openat:
-      rc = ::openat(r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len);
+    case op_code::openat: {
+      // io_uring first tries an open inline with O_NONBLOCK added (cleared again on the new file), unless
+      // O_CREAT, O_TRUNC or O_TMPFILE send it straight to io-wq; only an EAGAIN sends it there. So a FIFO
+      // opens at once for reading and fails with ENXIO for writing when nobody reads, where open(2)
+      // would wait for the other end. Do the same, rather than block the executor thread.
+      const auto path = static_cast<const char*>(r.addr);
+      const int flags = static_cast<int>(r.op_flags);
+      const bool inline_first = (flags & (O_CREAT | O_TRUNC | O_TMPFILE)) == 0;
+      rc = ::openat(r.fd, path, inline_first ? flags | O_NONBLOCK : flags, r.len);
+      if (rc < 0 && inline_first && errno == EAGAIN) rc = ::openat(r.fd, path, flags, r.len);
+      if (rc >= 0 && (flags & O_NONBLOCK) == 0) {
+        const int now = ::fcntl(static_cast<int>(rc), F_GETFL);
+        if (now >= 0 && (now & O_NONBLOCK) != 0) ::fcntl(static_cast<int>(rc), F_SETFL, now & ~O_NONBLOCK);
+      }
       break;
+    }
     case op_code::close:
       rc = ::close(r.fd);
       // close() releases the fd even when it reports EINTR; io_uring's close says 0 then too.

@@ -81,18 +81,18 @@ timespec64 to_timespec(std::chrono::duration<Rep, Period> d) noexcept {
 // The operation, cancelled if it has not completed within `d` (an io_uring linked timeout): it then
 // fails with ETIMEDOUT. Works on every single operation of the library (not on tasks: for those, race
 // them against sleep_for with when_any).
-template <class Result, bool Throw, class Rep, class Period>
-detail::io_awaitable<Result, Throw> with_timeout(detail::io_awaitable<Result, Throw> op,
-                                                 std::chrono::duration<Rep, Period> d) noexcept {
+template <class Result, bool Throw, class Payload, class Rep, class Period>
+detail::io_awaitable<Result, Throw, Payload> with_timeout(detail::io_awaitable<Result, Throw, Payload> op,
+                                                          std::chrono::duration<Rep, Period> d) noexcept {
   op.set_link_timeout(detail::to_timespec(d));
   return op;
 }
 
 // The operation, cancelled (ECANCELED) when `token` is stopped, from any thread. Without it an operation
 // follows the stop token of the coroutine that awaits it, if that coroutine has one.
-template <class Result, bool Throw>
-detail::io_awaitable<Result, Throw> with_stop_token(detail::io_awaitable<Result, Throw> op,
-                                                    std::stop_token token) noexcept {
+template <class Result, bool Throw, class Payload>
+detail::io_awaitable<Result, Throw, Payload> with_stop_token(detail::io_awaitable<Result, Throw, Payload> op,
+                                                             std::stop_token token) noexcept {
   op.set_stop_token(std::move(token));
   return op;
 }

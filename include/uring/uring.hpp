@@ -6,6 +6,7 @@
 #include "uring/buffer.hpp"
 #include "uring/error.hpp"
 #include "uring/executor.hpp"
+#include "uring/file.hpp"
 #include "uring/io.hpp"
 #include "uring/kernel_features.hpp"
 #include "uring/plan.hpp"

@@ -9,6 +9,10 @@
 // on the owner thread cancels at once; from another thread it is posted to the owner. A linked timeout
 // (with_timeout) turns an operation that outlives it into ETIMEDOUT. The awaitable may be moved until it
 // is awaited, never after.
+//
+// An operation whose request points at data it must own (a path, a struct statx to fill) carries that
+// data as a Payload: the request is pointed into it only at start(), when the awaitable no longer moves.
+// Most operations have none (no_payload: empty, and binding it is a no-op).
 #pragma once
 
 #include <atomic>
@@ -17,6 +21,7 @@
 #include <optional>
 #include <stop_token>
 #include <type_traits>
+#include <utility>
 
 #include "uring/detail/operation.hpp"
 #include "uring/detail/remote.hpp"
@@ -31,12 +36,33 @@ concept has_stop_token = requires(const Promise& p) {
   { p.stop_token() } -> std::convertible_to<std::stop_token>;
 };
 
-template <class Result, bool Throw = true>
+// The payload of an operation that owns nothing.
+struct no_payload {
+  void bind(io_request& /*request*/) noexcept {}
+};
+
+// A Payload: movable without throwing; bind() points the request into it. If it has value(), the
+// throwing form of the operation yields that instead of the kernel's result.
+template <class P>
+concept payload = std::is_nothrow_move_constructible_v<P> && requires(P& p, io_request& r) {
+  { p.bind(r) } noexcept;
+};
+
+template <class Result, bool Throw = true, payload Payload = no_payload>
 class [[nodiscard]] io_awaitable : private operation {
  public:
   io_awaitable(const char* name, const io_request& req) noexcept : name_(name) { request = req; }
+  io_awaitable(const char* name, const io_request& req, Payload p) noexcept
+      : name_(name), payload_(std::move(p)) {
+    request = req;
+  }
   io_awaitable(io_awaitable&& o) noexcept
-      : operation(o), name_(o.name_), token_(std::move(o.token_)), time_(o.time_), linked_(o.linked_) {}
+      : operation(o),
+        name_(o.name_),
+        token_(std::move(o.token_)),
+        time_(o.time_),
+        linked_(o.linked_),
+        payload_(std::move(o.payload_)) {}
   io_awaitable& operator=(io_awaitable&&) = delete;
 #ifndef NDEBUG
   // The kernel (or the emulation) still holds this operation's address: freeing it now means a later
@@ -66,15 +92,19 @@ class [[nodiscard]] io_awaitable : private operation {
       return io_result{r};
     } else {
       if (r < 0) throw_errno(-r, name_);
-      if constexpr (!std::is_void_v<Result>) return static_cast<Result>(r);
+      if constexpr (requires { payload_.value(); }) {
+        return payload_.value();
+      } else if constexpr (!std::is_void_v<Result>) {
+        return static_cast<Result>(r);
+      }
     }
   }
 
   // The same operation, awaited without exceptions: yields io_result.
-  io_awaitable<Result, false> nothrow() && noexcept
+  io_awaitable<Result, false, Payload> nothrow() && noexcept
     requires Throw
   {
-    return io_awaitable<Result, false>(std::move(*this), 0);
+    return io_awaitable<Result, false, Payload>(std::move(*this), 0);
   }
 
   // Used by with_timeout / with_stop_token and the timer functions.
@@ -86,11 +116,16 @@ class [[nodiscard]] io_awaitable : private operation {
   void set_stop_token(std::stop_token t) noexcept { token_ = std::move(t); }
 
  private:
-  template <class, bool>
+  template <class, bool, payload>
   friend class io_awaitable;
   template <bool OtherThrow>
-  io_awaitable(io_awaitable<Result, OtherThrow>&& o, int) noexcept
-      : operation(o), name_(o.name_), token_(std::move(o.token_)), time_(o.time_), linked_(o.linked_) {}
+  io_awaitable(io_awaitable<Result, OtherThrow, Payload>&& o, int) noexcept
+      : operation(o),
+        name_(o.name_),
+        token_(std::move(o.token_)),
+        time_(o.time_),
+        linked_(o.linked_),
+        payload_(std::move(o.payload_)) {}
 
   bool start(std::coroutine_handle<> h) {
     executor& ex = executor_access::current(name_);
@@ -102,6 +137,7 @@ class [[nodiscard]] io_awaitable : private operation {
     // Pointers into this object are taken only now, when it no longer moves.
     if (request.code == op_code::timeout) request.addr = &time_;
     if (linked_) request.link_timeout = &time_;
+    payload_.bind(request);
     executor_access::submit(ex, *this);
     if (token_.stop_possible()) arm_cancellation(ex);
     return true;
@@ -150,6 +186,7 @@ class [[nodiscard]] io_awaitable : private operation {
   timespec64 time_{};    // the timeout's time, or the linked timeout's
   bool linked_ = false;  // time_ is a linked timeout
   std::optional<canceller> cancel_;
+  [[no_unique_address]] Payload payload_;
 };
 
 }  // namespace uring::detail
