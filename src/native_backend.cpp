@@ -231,8 +231,10 @@ class native_backend final : public backend {
   std::size_t take_cqes(completion* out, std::size_t max) {
     unsigned head = *ring_.cq.khead;
     unsigned tail = io_uring_smp_load_acquire(ring_.cq.ktail);
+    const unsigned kflags = IO_URING_READ_ONCE(*ring_.sq.kflags);
+    if (kflags & IORING_SQ_CQ_OVERFLOW) ++stats_.cq_overflows;  // counted once per reap that sees it
     if (head == tail) {
-      if (!(IO_URING_READ_ONCE(*ring_.sq.kflags) & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN))) return 0;
+      if (!(kflags & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN))) return 0;
       ++stats_.enters;
       io_uring_get_events(&ring_);
       tail = io_uring_smp_load_acquire(ring_.cq.ktail);

@@ -43,6 +43,7 @@ struct executor_stats {
   std::uint64_t cqes = 0;             // completions reaped
   std::uint64_t sq_full_flushes = 0;  // early submits because the SQ was full
   std::uint64_t cq_backlogged = 0;    // completions parked while the kernel reported a busy CQ
+  std::uint64_t cq_overflows = 0;     // reaps that found completions kept aside by the kernel (CQ full, NODROP)
   std::uint64_t registered_ring_fallbacks = 0;  // ring fd could not be registered (slots used up)
   std::uint64_t cancels = 0;                    // cancel requests sent for operations in flight
   // Operations started, by kind; reads include the executor's own wake-up reads (one per sleep).
