@@ -33,11 +33,12 @@ struct executor::impl {
   std::size_t resumed = 0;  // coroutines resumed from the ready list, for poll()'s answer
   std::atomic<bool> stop_requested{false};
 
-  // Cross-thread hand-off: posters push to `remote` and write `wake_fd` only when the owner may be asleep
-  // (`sleeping`, seq_cst on both sides, so a post never slips between the owner's check and its sleep).
-  // The owner keeps a read on `wake_fd` in flight through its own backend while it sleeps.
+  // Cross-thread hand-off: a poster pushes to `remote` and writes `wake_fd` only when it found the queue
+  // empty (the owner drains it whole every turn, so one write per burst is enough). The owner keeps a
+  // read on `wake_fd` in flight through its own backend whenever it may sleep, so that write ends the
+  // sleep; a write that comes while the owner is busy just leaves the counter up for its next sleep.
+  // No fence on the owner's hot path: the eventfd itself orders the two sides.
   detail::remote_queue remote;
-  std::atomic<bool> sleeping{false};
   int wake_fd = -1;
   struct wake_op : detail::operation {
     impl* owner = nullptr;
@@ -68,14 +69,14 @@ struct executor::impl {
 
   // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
   void submit_and_maybe_sleep() {
-    bool may_sleep = ready.empty();
-    if (may_sleep) {
-      arm_wake();
-      sleeping.store(true, std::memory_order_seq_cst);
-      if (!remote.empty() || stop_requested.load(std::memory_order_seq_cst)) may_sleep = false;
-    }
+    bool may_sleep = ready.empty() && remote.empty() && !stop_requested.load(std::memory_order_relaxed);
+    if (may_sleep) arm_wake();
     backend->submit(queue.take_all(), may_sleep);
-    sleeping.store(false, std::memory_order_relaxed);
+  }
+
+  void wake() noexcept {
+    std::uint64_t one = 1;
+    (void)!::write(wake_fd, &one, sizeof one);
   }
 
   void check_owner(const char* what) const {
@@ -197,10 +198,7 @@ executor::~executor() {
 
 void executor::stop() noexcept {
   impl_->stop_requested.store(true, std::memory_order_seq_cst);
-  if (impl_->sleeping.load(std::memory_order_seq_cst)) {
-    std::uint64_t one = 1;
-    (void)!::write(impl_->wake_fd, &one, sizeof one);
-  }
+  impl_->wake();  // rare enough to wake unconditionally
 }
 
 void executor::run() { run_until_done(nullptr); }
@@ -271,7 +269,7 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
         std::rethrow_exception(std::exchange(im.failure, nullptr));
       }
       if (root && root.done()) return true;
-      if (im.stop_requested.exchange(false)) {
+      if (im.stop_requested.load(std::memory_order_relaxed) && im.stop_requested.exchange(false)) {
         im.shutdown();
         return false;
       }
@@ -332,11 +330,7 @@ void executor_access::cancel(executor& ex, operation& op) {
 
 void executor_access::post_remote(executor& ex, remote_node& node) noexcept {
   auto& im = *ex.impl_;
-  im.remote.push(node);
-  if (im.sleeping.load(std::memory_order_seq_cst)) {
-    std::uint64_t one = 1;
-    (void)!::write(im.wake_fd, &one, sizeof one);
-  }
+  if (im.remote.push(node)) im.wake();
 }
 
 void executor_access::drain_remote(executor& ex) noexcept { ex.impl_->run_remote(); }

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <type_traits>
@@ -78,16 +79,24 @@ class [[nodiscard]] io_awaitable : private operation {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> h) {
     if constexpr (has_stop_token<Promise>) {
-      if (!token_.stop_possible()) token_ = h.promise().stop_token();
+      const std::stop_token& inherited = h.promise().stop_token();
+      if (inherited.stop_possible() && !token_.stop_possible()) [[unlikely]] token_ = inherited;
     }
-    return start(h);
+    executor& ex = executor_access::current(name_);
+    waiter = h;
+    // The common case (no stop token, no time, no owned data) is two stores and a link: keep it inline.
+    if (token_.stop_possible() || linked_ || request.code == op_code::timeout ||
+        !std::is_same_v<Payload, no_payload>) [[unlikely]] {
+      return start_special(ex);
+    }
+    executor_access::submit(ex, *this);
+    return true;
   }
 
   auto await_resume() {
-    if (cancel_) finish_cancellation();
+    if (cancel_) [[unlikely]] finish_cancellation();
     std::int32_t r = res;
-    if (request.code == op_code::timeout && r == -ETIME) r = 0;  // a sleep that ran its course
-    if (r == -ECANCELED && linked_ && !token_.stop_requested()) r = -ETIMEDOUT;
+    if (r < 0 && (linked_ || request.code == op_code::timeout)) [[unlikely]] r = timed_result(r);
     if constexpr (!Throw) {
       return io_result{r};
     } else {
@@ -127,13 +136,18 @@ class [[nodiscard]] io_awaitable : private operation {
         linked_(o.linked_),
         payload_(std::move(o.payload_)) {}
 
-  bool start(std::coroutine_handle<> h) {
-    executor& ex = executor_access::current(name_);
+  // A sleep that ran its course is a success; an operation its linked timeout cancelled timed out.
+  std::int32_t timed_result(std::int32_t r) const noexcept {
+    if (request.code == op_code::timeout && r == -ETIME) return 0;
+    if (r == -ECANCELED && linked_ && !token_.stop_requested()) return -ETIMEDOUT;
+    return r;
+  }
+
+  [[gnu::noinline]] bool start_special(executor& ex) {
     if (token_.stop_requested()) {
       res = -ECANCELED;
       return false;  // resume at once: nothing was started
     }
-    waiter = h;
     // Pointers into this object are taken only now, when it no longer moves.
     if (request.code == op_code::timeout) request.addr = &time_;
     if (linked_) request.link_timeout = &time_;
@@ -169,8 +183,8 @@ class [[nodiscard]] io_awaitable : private operation {
   };
 
   void arm_cancellation(executor& ex) {
-    cancel_.emplace(*this, ex);
-    cancel_->callback.emplace(token_, typename canceller::on_stop{&*cancel_});  // may run at once
+    cancel_ = std::make_unique<canceller>(*this, ex);
+    cancel_->callback.emplace(token_, typename canceller::on_stop{cancel_.get()});  // may run at once
   }
 
   void finish_cancellation() noexcept {
@@ -185,7 +199,8 @@ class [[nodiscard]] io_awaitable : private operation {
   std::stop_token token_;
   timespec64 time_{};    // the timeout's time, or the linked timeout's
   bool linked_ = false;  // time_ is a linked timeout
-  std::optional<canceller> cancel_;
+  // Only operations that can be stopped pay for this (one allocation); the rest keep a small frame.
+  std::unique_ptr<canceller> cancel_;
   [[no_unique_address]] Payload payload_;
 };
 
