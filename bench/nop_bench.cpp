@@ -46,24 +46,28 @@ void executor_nops(benchmark::State& state, uring::backend_kind backend) {
   long total = 0;
   bool done = false;
   int running = 0;
-  auto helper = [&]() -> uring::task<void> {
-    ++running;
-    while (!done) {
+  // Plain parameters, not lambda captures: the loop itself should cost what a user's would, no more.
+  auto helper = [](const bool* stop, long* sum, int* live) -> uring::task<void> {
+    ++*live;
+    long mine = 0;
+    while (!*stop) {
       co_await uring::nop();
-      ++total;
+      ++mine;
     }
-    --running;
+    *sum += mine;
+    --*live;
   };
   ex.run([&]() -> uring::task<void> {
-    for (int i = 1; i < batch; ++i) uring::spawn(helper());
+    for (int i = 1; i < batch; ++i) uring::spawn(helper(&done, &total, &running));
     co_await uring::nop();  // let the helpers start, so every measured turn carries `batch` SQEs
-    total = 0;
+    long mine = 0;
     while (state.KeepRunningBatch(batch)) {
       co_await uring::nop();
-      ++total;
+      ++mine;
     }
     done = true;
     while (running > 0) co_await uring::nop();
+    total += mine;
   }());
   state.SetItemsProcessed(total);
   if (backend == uring::backend_kind::native) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <deque>
 #include <system_error>
 
@@ -85,6 +86,10 @@ class native_backend final : public backend {
   native_backend& operator=(const native_backend&) = delete;
 
   void submit(operation* first, bool wait) override {
+    // The hot path claims SQ slots from a local cursor: one read of the kernel's head per batch instead
+    // of liburing's checks per SQE. Anything unusual goes through prepare() with the cursor put back.
+    unsigned tail = ring_.sq.sqe_tail;
+    unsigned free = sq_free(tail);
     for (operation* op = first; op != nullptr; op = op->next) {
       if (op->state == op_state::cancelled_early) {
         backlog_.push_back(completion{reinterpret_cast<std::uint64_t>(op), -ECANCELED, 0});
@@ -92,8 +97,25 @@ class native_backend final : public backend {
       }
       op->state = op_state::submitted;
       ++stats_.ops[static_cast<std::size_t>(op->request.code)];
-      prepare(*op);
+      const io_request& r = op->request;
+      if (r.code <= op_code::write && r.link_timeout == nullptr) [[likely]] {
+        if (free == 0) [[unlikely]] {
+          ring_.sq.sqe_tail = tail;
+          flush_for_sqe_space();
+          tail = ring_.sq.sqe_tail;
+          free = sq_free(tail);
+        }
+        fill_rw(&ring_.sq.sqes[tail & ring_.sq.ring_mask], r, *op);
+        ++tail;
+        --free;
+      } else {
+        ring_.sq.sqe_tail = tail;
+        prepare(*op);
+        tail = ring_.sq.sqe_tail;
+        free = sq_free(tail);
+      }
     }
+    ring_.sq.sqe_tail = tail;
     enter(wait ? 1 : 0);
   }
 
@@ -126,6 +148,21 @@ class native_backend final : public backend {
   ring_flags dropped_flags() const noexcept override { return dropped_; }
 
  private:
+  // nop, read and write, the hot path: zero the SQE with wide stores and set six fields, instead of
+  // liburing's field-by-field prep helpers. The result is the SQE io_uring_prep_rw would build.
+  static void fill_rw(io_uring_sqe* sqe, const io_request& r, operation& op) noexcept {
+    static_assert(static_cast<int>(op_code::nop) == 0 && static_cast<int>(op_code::read) == 1 &&
+                  static_cast<int>(op_code::write) == 2);
+    static constexpr std::uint8_t kOpcode[] = {IORING_OP_NOP, IORING_OP_READ, IORING_OP_WRITE};
+    std::memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = kOpcode[static_cast<int>(r.code)];
+    sqe->fd = r.fd;
+    sqe->off = r.offset;
+    sqe->addr = reinterpret_cast<std::uint64_t>(r.addr);
+    sqe->len = r.len;
+    sqe->user_data = reinterpret_cast<std::uint64_t>(&op);
+  }
+
   void prepare(operation& op) {
     const io_request& r = op.request;
     // A linked pair must not be split across two submits: the kernel would run the operation unlinked.
@@ -180,6 +217,18 @@ class native_backend final : public backend {
   io_uring_sqe* next_sqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     return sqe != nullptr ? sqe : flush_for_sqe();
+  }
+
+  unsigned sq_free(unsigned tail) const noexcept {
+    return ring_.sq.ring_entries - (tail - io_uring_smp_load_acquire(ring_.sq.khead));
+  }
+
+  // Submits what is queued until the SQ has room again.
+  [[gnu::noinline]] void flush_for_sqe_space() {
+    do {
+      ++stats_.sq_full_flushes;
+      enter(0);
+    } while (sq_free(ring_.sq.sqe_tail) == 0);
   }
 
   [[gnu::noinline]] io_uring_sqe* flush_for_sqe() {

@@ -82,10 +82,9 @@ timespec64 to_timespec(std::chrono::duration<Rep, Period> d) noexcept {
 // fails with ETIMEDOUT. Works on every single operation of the library (not on tasks: for those, race
 // them against sleep_for with when_any).
 template <class Result, bool Throw, class Payload, class Rep, class Period>
-detail::io_awaitable<Result, Throw, Payload> with_timeout(detail::io_awaitable<Result, Throw, Payload> op,
-                                                          std::chrono::duration<Rep, Period> d) noexcept {
-  op.set_link_timeout(detail::to_timespec(d));
-  return op;
+detail::io_awaitable<Result, Throw, detail::linked_payload<Payload>> with_timeout(
+    detail::io_awaitable<Result, Throw, Payload> op, std::chrono::duration<Rep, Period> d) noexcept {
+  return std::move(op).linked_to(detail::to_timespec(d));
 }
 
 // The operation, cancelled (ECANCELED) when `token` is stopped, from any thread. Without it an operation

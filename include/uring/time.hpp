@@ -15,18 +15,16 @@
 namespace uring {
 
 template <class Rep, class Period>
-detail::io_awaitable<void> sleep_for(std::chrono::duration<Rep, Period> d) noexcept {
-  detail::io_awaitable<void> op("sleep_for", {.code = detail::op_code::timeout});
-  op.set_time(detail::to_timespec(d));
-  return op;
+detail::io_awaitable<void, true, detail::timer_payload> sleep_for(std::chrono::duration<Rep, Period> d) noexcept {
+  return {"sleep_for", {.code = detail::op_code::timeout}, detail::timer_payload{detail::to_timespec(d)}};
 }
 
 template <class Duration>
-detail::io_awaitable<void> sleep_until(std::chrono::time_point<std::chrono::steady_clock, Duration> t) noexcept {
-  detail::io_awaitable<void> op("sleep_until",
-                                {.code = detail::op_code::timeout, .op_flags = detail::kTimeoutAbsolute});
-  op.set_time(detail::to_timespec(t.time_since_epoch()));
-  return op;
+detail::io_awaitable<void, true, detail::timer_payload> sleep_until(
+    std::chrono::time_point<std::chrono::steady_clock, Duration> t) noexcept {
+  return {"sleep_until",
+          {.code = detail::op_code::timeout, .op_flags = detail::kTimeoutAbsolute},
+          detail::timer_payload{detail::to_timespec(t.time_since_epoch())}};
 }
 
 }  // namespace uring

@@ -49,6 +49,33 @@ concept payload = std::is_nothrow_move_constructible_v<P> && requires(P& p, io_r
   { p.bind(r) } noexcept;
 };
 
+// A timeout's own time (sleep_for, sleep_until).
+struct timer_payload {
+  timespec64 time;
+  void bind(io_request& r) noexcept { r.addr = &time; }
+};
+
+// Any payload plus a linked timeout (with_timeout): the operation is cancelled when `time` passes first.
+template <payload Inner>
+struct linked_payload {
+  Inner inner;
+  timespec64 time;
+  void bind(io_request& r) noexcept {
+    inner.bind(r);
+    r.link_timeout = &time;
+  }
+  decltype(auto) value()
+    requires requires(Inner& i) { i.value(); }
+  {
+    return inner.value();
+  }
+};
+
+template <class P>
+inline constexpr bool is_linked = false;
+template <class P>
+inline constexpr bool is_linked<linked_payload<P>> = true;
+
 template <class Result, bool Throw = true, payload Payload = no_payload>
 class [[nodiscard]] io_awaitable : private operation {
  public:
@@ -58,12 +85,7 @@ class [[nodiscard]] io_awaitable : private operation {
     request = req;
   }
   io_awaitable(io_awaitable&& o) noexcept
-      : operation(o),
-        name_(o.name_),
-        token_(std::move(o.token_)),
-        time_(o.time_),
-        linked_(o.linked_),
-        payload_(std::move(o.payload_)) {}
+      : operation(o), name_(o.name_), token_(std::move(o.token_)), payload_(std::move(o.payload_)) {}
   io_awaitable& operator=(io_awaitable&&) = delete;
 #ifndef NDEBUG
   // The kernel (or the emulation) still holds this operation's address: freeing it now means a later
@@ -85,10 +107,7 @@ class [[nodiscard]] io_awaitable : private operation {
     executor& ex = executor_access::current(name_);
     waiter = h;
     // The common case (no stop token, no time, no owned data) is two stores and a link: keep it inline.
-    if (token_.stop_possible() || linked_ || request.code == op_code::timeout ||
-        !std::is_same_v<Payload, no_payload>) [[unlikely]] {
-      return start_special(ex);
-    }
+    if (!std::is_same_v<Payload, no_payload> || token_.stop_possible()) [[unlikely]] return start_special(ex);
     executor_access::submit(ex, *this);
     return true;
   }
@@ -96,7 +115,12 @@ class [[nodiscard]] io_awaitable : private operation {
   auto await_resume() {
     if (cancel_) [[unlikely]] finish_cancellation();
     std::int32_t r = res;
-    if (r < 0 && (linked_ || request.code == op_code::timeout)) [[unlikely]] r = timed_result(r);
+    if constexpr (std::is_same_v<Payload, timer_payload>) {
+      if (r == -ETIME) r = 0;  // a sleep that ran its course
+    }
+    if constexpr (is_linked<Payload>) {
+      if (r == -ECANCELED && !token_.stop_requested()) r = -ETIMEDOUT;  // its linked timeout fired
+    }
     if constexpr (!Throw) {
       return io_result{r};
     } else {
@@ -113,45 +137,31 @@ class [[nodiscard]] io_awaitable : private operation {
   io_awaitable<Result, false, Payload> nothrow() && noexcept
     requires Throw
   {
-    return io_awaitable<Result, false, Payload>(std::move(*this), 0);
+    return io_awaitable<Result, false, Payload>(std::move(*this), std::move(payload_));
   }
 
-  // Used by with_timeout / with_stop_token and the timer functions.
-  void set_link_timeout(timespec64 t) noexcept {
-    time_ = t;
-    linked_ = true;
+  // The same operation with a linked timeout (see with_timeout).
+  io_awaitable<Result, Throw, linked_payload<Payload>> linked_to(timespec64 t) && noexcept {
+    return io_awaitable<Result, Throw, linked_payload<Payload>>(std::move(*this),
+                                                               linked_payload<Payload>{std::move(payload_), t});
   }
-  void set_time(timespec64 t) noexcept { time_ = t; }
+
   void set_stop_token(std::stop_token t) noexcept { token_ = std::move(t); }
 
  private:
   template <class, bool, payload>
   friend class io_awaitable;
-  template <bool OtherThrow>
-  io_awaitable(io_awaitable<Result, OtherThrow, Payload>&& o, int) noexcept
-      : operation(o),
-        name_(o.name_),
-        token_(std::move(o.token_)),
-        time_(o.time_),
-        linked_(o.linked_),
-        payload_(std::move(o.payload_)) {}
-
-  // A sleep that ran its course is a success; an operation its linked timeout cancelled timed out.
-  std::int32_t timed_result(std::int32_t r) const noexcept {
-    if (request.code == op_code::timeout && r == -ETIME) return 0;
-    if (r == -ECANCELED && linked_ && !token_.stop_requested()) return -ETIMEDOUT;
-    return r;
-  }
+  // The same operation, re-typed (nothrow, linked timeout) with `p` as its payload.
+  template <bool OtherThrow, payload OtherPayload>
+  io_awaitable(io_awaitable<Result, OtherThrow, OtherPayload>&& o, Payload p) noexcept
+      : operation(o), name_(o.name_), token_(std::move(o.token_)), payload_(std::move(p)) {}
 
   [[gnu::noinline]] bool start_special(executor& ex) {
     if (token_.stop_requested()) {
       res = -ECANCELED;
       return false;  // resume at once: nothing was started
     }
-    // Pointers into this object are taken only now, when it no longer moves.
-    if (request.code == op_code::timeout) request.addr = &time_;
-    if (linked_) request.link_timeout = &time_;
-    payload_.bind(request);
+    payload_.bind(request);  // pointers into this object are taken only now, when it no longer moves
     executor_access::submit(ex, *this);
     if (token_.stop_possible()) arm_cancellation(ex);
     return true;
@@ -197,8 +207,6 @@ class [[nodiscard]] io_awaitable : private operation {
 
   const char* name_;
   std::stop_token token_;
-  timespec64 time_{};    // the timeout's time, or the linked timeout's
-  bool linked_ = false;  // time_ is a linked timeout
   // Only operations that can be stopped pay for this (one allocation); the rest keep a small frame.
   std::unique_ptr<canceller> cancel_;
   [[no_unique_address]] Payload payload_;
