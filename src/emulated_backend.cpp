@@ -31,13 +31,14 @@ namespace uring::detail {
 
 namespace {
 
-// One attempt at a read or write that must not block. -EAGAIN means "wait for readiness".
-int attempt_rw(const io_request& r) {
+// A read or write as io_uring would do it. With RWF_NOWAIT (`flags`) it never blocks: -EAGAIN then
+// means "wait for readiness". Without, it is for fds epoll cannot watch (regular files), which complete
+// synchronously, and for files whose driver does not know RWF_NOWAIT.
+int do_rw(const io_request& r, int flags) {
   iovec iov{r.addr, r.len};
   auto off = static_cast<off_t>(r.offset == ~std::uint64_t{0} ? -1 : static_cast<off_t>(r.offset));
   for (;;) {
-    ssize_t n = r.code == op_code::read ? ::preadv2(r.fd, &iov, 1, off, RWF_NOWAIT)
-                                        : ::pwritev2(r.fd, &iov, 1, off, RWF_NOWAIT);
+    ssize_t n = r.code == op_code::read ? ::preadv2(r.fd, &iov, 1, off, flags) : ::pwritev2(r.fd, &iov, 1, off, flags);
     if (n >= 0) return static_cast<int>(n);
     if (errno == EINTR) continue;
     // io_uring ignores the offset of a stream (pipe, socket); the syscall refuses it.
@@ -48,23 +49,8 @@ int attempt_rw(const io_request& r) {
     return -errno;
   }
 }
-
-// The same without RWF_NOWAIT: for fds epoll cannot watch (regular files), which then complete
-// synchronously, and for files whose driver does not know RWF_NOWAIT.
-int blocking_rw(const io_request& r) {
-  iovec iov{r.addr, r.len};
-  auto off = static_cast<off_t>(r.offset == ~std::uint64_t{0} ? -1 : static_cast<off_t>(r.offset));
-  for (;;) {
-    ssize_t n = r.code == op_code::read ? ::preadv2(r.fd, &iov, 1, off, 0) : ::pwritev2(r.fd, &iov, 1, off, 0);
-    if (n >= 0) return static_cast<int>(n);
-    if (errno == EINTR) continue;
-    if (errno == ESPIPE && off != -1) {
-      off = -1;
-      continue;
-    }
-    return -errno;
-  }
-}
+int attempt_rw(const io_request& r) { return do_rw(r, RWF_NOWAIT); }
+int blocking_rw(const io_request& r) { return do_rw(r, 0); }
 
 std::int64_t now_ns() {
   timespec ts{};

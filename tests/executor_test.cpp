@@ -20,7 +20,16 @@ namespace {
 
 using uring::executor;
 
-class Executor : public uring::test::backend_test {};
+class Executor : public uring::test::backend_test {
+ protected:
+  // An 8-entry SQ and a 16-entry CQ: every burst of work overflows both.
+  executor::options tiny_ring() const {
+    executor::options opts = options();
+    opts.sq_entries = 8;
+    opts.cq_entries = 16;
+    return opts;
+  }
+};
 using uring::task;
 
 task<int> nops_then(int n, int value) {
@@ -180,10 +189,7 @@ TEST_P(Executor, DestructorDrainsPendingOperations) {
 }
 
 TEST_P(Executor, ManyOperationsThroughATinyRingAreNeverLost) {
-  executor::options opts = options();
-  opts.sq_entries = 8;
-  opts.cq_entries = 16;
-  executor ex(opts);
+  executor ex(tiny_ring());
   const long total = uring::test::scaled(100'000);
   constexpr int kWorkers = 1000;
   long completed = 0;
@@ -207,10 +213,7 @@ TEST_P(Executor, ManyOperationsThroughATinyRingAreNeverLost) {
 // 100k operations all in flight at once through an 8-entry SQ and a 16-entry CQ: the SQ flushes early
 // and the CQ overflows into the kernel's list (IORING_FEAT_NODROP); every completion still arrives once.
 TEST_P(Executor, HundredThousandConcurrentOperationsThroughATinyRing) {
-  executor::options opts = options();
-  opts.sq_entries = 8;
-  opts.cq_entries = 16;
-  executor ex(opts);
+  executor ex(tiny_ring());
   const long total = uring::test::scaled(100'000);
   std::vector<int> seen(static_cast<std::size_t>(total), 0);
   long done = 0;

@@ -22,6 +22,11 @@ using uring::test::pipe_pair;
 
 class Time : public uring::test::backend_test {};
 
+bool readable(int fd) {
+  pollfd pf{fd, POLLIN, 0};
+  return ::poll(&pf, 1, 0) > 0;
+}
+
 std::errc error_of(auto&& fn) {
   try {
     fn();
@@ -139,8 +144,7 @@ TEST_P(Time, AStoppedTokenCancelsBeforeAnythingStarts) {
         .nothrow();
   }());
   EXPECT_EQ(r.res, -ECANCELED);
-  pollfd pf{p.read_end.get(), POLLIN, 0};
-  EXPECT_EQ(::poll(&pf, 1, 0), 0) << "the cancelled write must not have happened";
+  EXPECT_FALSE(readable(p.read_end.get())) << "the cancelled write must not have happened";
 }
 
 TEST_P(Time, CancelStillQueuedInTheSameTurnNeverReachesTheKernel) {
@@ -163,8 +167,7 @@ TEST_P(Time, CancelStillQueuedInTheSameTurnNeverReachesTheKernel) {
     while (!done) co_await uring::nop();
   }());
   EXPECT_EQ(result.res, -ECANCELED);
-  pollfd pf{p.read_end.get(), POLLIN, 0};
-  EXPECT_EQ(::poll(&pf, 1, 0), 0) << "the cancelled write must not have happened";
+  EXPECT_FALSE(readable(p.read_end.get())) << "the cancelled write must not have happened";
 }
 
 TEST_P(Time, TasksPassTheirStopTokenToTheOperationsInside) {
