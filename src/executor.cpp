@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -16,6 +17,14 @@
 #include "uring/spawn.hpp"
 
 namespace uring {
+
+namespace detail {
+namespace {
+thread_local executor* t_running = nullptr;
+}  // namespace
+
+executor* running_executor() noexcept { return t_running; }
+}  // namespace detail
 
 struct executor::impl {
   explicit impl(detail::op_queue& q) : queue(q) {}
@@ -62,9 +71,23 @@ struct executor::impl {
   void run_remote() noexcept {
     for (detail::remote_node* n = remote.take_all(); n != nullptr;) {
       detail::remote_node* next = n->next;  // run() may let the poster free the node
-      n->run(n);
+      if (queue.closed && n->discard != nullptr) {
+        n->discard(n);
+      } else {
+        n->run(n);
+      }
       n = next;
     }
+  }
+
+  // Posts from other threads that must not be lost: refused, with an error for the poster, once the
+  // executor no longer drains its inbox (it is being destroyed, or its group has shut it down).
+  std::mutex post_mutex;
+  bool refusing_posts = false;
+
+  void refuse_posts() {
+    std::lock_guard lock(post_mutex);
+    refusing_posts = true;
   }
 
   // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
@@ -118,9 +141,25 @@ struct executor::impl {
     }
   }
 
-  // Cancels and drains every in-flight operation, then destroys the spawned frames. After it, no
-  // completion can refer to a frame, so frames may be freed.
+  // Shutting down: quiesce(), then release_frames(). A member of an executor_group defers the second
+  // step until every member has quiesced, because a coroutine may be suspended on one executor's ring
+  // while its frame belongs to another's spawned list.
+  bool defer_release = false;
+  bool frames_pending = false;
+
   void shutdown() noexcept {
+    quiesce();
+    if (defer_release) {
+      refuse_posts();
+      frames_pending = true;
+    } else {
+      release_frames();
+    }
+  }
+
+  // Cancels and drains every in-flight operation and runs (or discards) what was posted. After it, no
+  // completion can refer to a frame, so frames may be freed.
+  void quiesce() noexcept {
     queue.closed = true;
     // Operations awaited this turn never reached the kernel: forget them.
     for (detail::operation* op = queue.take_all(); op != nullptr; op = op->next) {
@@ -143,12 +182,17 @@ struct executor::impl {
     }
     wake_armed = false;
     run_remote();  // posted work is owner-thread work; none of it may outlive the frames it refers to
+  }
+
+  void release_frames() noexcept {
+    queue.closed = true;
     while (spawned.next != &spawned) {
       detail::spawn_node* node = spawned.next;
       unlink(*node);
       node->frame.destroy();
     }
     ready.clear();
+    frames_pending = false;
     queue.closed = backend == nullptr;  // a closed ring stays closed
   }
 
@@ -191,7 +235,9 @@ executor::~executor() {
     std::fprintf(stderr, "uring: an executor must be destroyed on the thread that created it\n");
     std::abort();
   }
-  impl_->shutdown();
+  impl_->refuse_posts();
+  if (!impl_->frames_pending) impl_->quiesce();
+  impl_->release_frames();
   impl_->backend.reset();
   ::close(impl_->wake_fd);
 }
@@ -285,6 +331,20 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
 
 namespace detail {
 
+void report_posted_failure(std::exception_ptr e) noexcept {
+  if (executor* ex = t_running) {
+    executor_access::fail(*ex, std::move(e));
+    return;
+  }
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    std::fprintf(stderr, "uring: a posted function threw during executor shutdown: %s\n", x.what());
+  } catch (...) {
+    std::fprintf(stderr, "uring: a posted function threw during executor shutdown\n");
+  }
+}
+
 void in_flight_operation_destroyed(const char* name) noexcept {
   std::fprintf(stderr,
                "uring: a '%s' operation was destroyed while still in flight (its coroutine frame was freed "
@@ -334,6 +394,20 @@ void executor_access::post_remote(executor& ex, remote_node& node) noexcept {
 }
 
 void executor_access::drain_remote(executor& ex) noexcept { ex.impl_->run_remote(); }
+
+bool executor_access::try_post(executor& ex, remote_node& node) noexcept {
+  auto& im = *ex.impl_;
+  std::lock_guard lock(im.post_mutex);
+  if (im.refusing_posts) return false;
+  if (im.remote.push(node)) im.wake();
+  return true;
+}
+
+void executor_access::defer_frame_release(executor& ex) noexcept { ex.impl_->defer_release = true; }
+
+void executor_access::release_frames(executor& ex) noexcept {
+  if (ex.impl_->frames_pending) ex.impl_->release_frames();
+}
 
 }  // namespace detail
 

@@ -116,7 +116,9 @@ class native_backend final : public backend {
       }
     }
     ring_.sq.sqe_tail = tail;
-    enter(wait ? 1 : 0);
+    // Completions already parked here (an operation cancelled before it reached the kernel) are ready:
+    // waiting for the kernel now could wait forever.
+    enter(wait && backlog_.empty() ? 1 : 0);
   }
 
   void cancel(operation& target) override {

@@ -170,6 +170,27 @@ TEST_P(Time, CancelStillQueuedInTheSameTurnNeverReachesTheKernel) {
   EXPECT_FALSE(readable(p.read_end.get())) << "the cancelled write must not have happened";
 }
 
+// The only pending work is an operation cancelled before it reached the kernel: its completion is ready,
+// so the loop must not go to sleep in the kernel (nothing there would ever wake it).
+TEST_P(Time, ACancelledButUnsubmittedOperationDoesNotLetTheLoopSleep) {
+  uring::executor ex(options());
+  std::stop_source source;
+  uring::io_result result{1};
+  ex.run([&]() -> task<void> {
+    uring::spawn([](std::stop_token tok, uring::io_result& out) -> task<void> {
+      out = co_await uring::with_stop_token(uring::sleep_for(std::chrono::hours(1)), tok).nothrow();
+      uring::executor::current()->stop();
+    }(source.get_token(), result));
+    uring::spawn([](std::stop_source& s) -> task<void> {  // same turn, after the sleep was queued
+      s.request_stop();
+      co_return;
+    }(source));
+    co_return;
+  }());
+  ex.run();  // both run in its first turn; returns when the sleeper stops the executor
+  EXPECT_EQ(result.res, -ECANCELED);
+}
+
 TEST_P(Time, TasksPassTheirStopTokenToTheOperationsInside) {
   pipe_pair p;
   std::stop_source source;

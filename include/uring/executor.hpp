@@ -25,6 +25,9 @@
 #include <string>
 #include <system_error>
 #include <type_traits>
+#include <utility>
+
+#include "uring/detail/remote.hpp"
 
 #include "uring/detail/operation.hpp"
 #include "uring/executor_options.hpp"
@@ -61,8 +64,13 @@ struct executor_access;
 }  // namespace detail
 struct executor_plan;
 namespace detail {
-// The executor whose run() is active on this thread. Inline so that awaiting an operation needs no call.
-inline thread_local executor* t_running = nullptr;
+// A posted function threw: the running executor fails as for a spawned task (or, in a destructor's final
+// drain, the error is printed).
+void report_posted_failure(std::exception_ptr e) noexcept;
+// The executor whose run() is active on this thread. Deliberately out of line: clang 14 may keep a
+// thread_local's address across a coroutine's suspension point, so a coroutine that resumed on another
+// thread (resume_on) would read the old thread's variable. A call computes it afresh every time.
+[[gnu::noinline]] executor* running_executor() noexcept;
 }  // namespace detail
 
 class executor {
@@ -89,12 +97,19 @@ class executor {
   // executor from a foreign event loop. Returns the number of coroutines resumed and completions reaped.
   std::size_t poll();
 
+  // Runs `fn()` on this executor's thread, soon (the next turn of its loop). Any thread may call it, also
+  // one with no executor. Never blocks. An exception escaping fn shuts the executor down and is rethrown
+  // from run(), as for a spawned task. Throws std::system_error(ESHUTDOWN) if the executor no longer
+  // accepts work (it is being destroyed, or its executor_group has stopped): nothing is lost silently.
+  template <class F>
+  void post(F&& fn);
+
   // Asks the loop to shut down at the end of its current turn, or the next run() to shut down at once.
   // Any thread may call it (it wakes a sleeping loop); the executor must outlive the call.
   void stop() noexcept;
 
   // The executor whose run() is active on this thread, or nullptr.
-  static executor* current() noexcept { return detail::t_running; }
+  static executor* current() noexcept { return detail::running_executor(); }
 
   [[nodiscard]] const executor_stats& stats() const noexcept;
   // What the executor runs on and why: backend, setup flags, fallbacks with their reasons.
@@ -122,8 +137,9 @@ namespace detail {
 struct executor_access {
   // The executor running on this thread; throws std::logic_error naming `what` if there is none.
   static executor& current(const char* what) {
-    if (t_running == nullptr) [[unlikely]] no_executor(what);
-    return *t_running;
+    executor* ex = running_executor();
+    if (ex == nullptr) [[unlikely]] no_executor(what);
+    return *ex;
   }
   // Queues `op` for the turn's enter, which hands all of them to the backend at once.
   static void submit(executor& ex, operation& op) {
@@ -144,8 +160,43 @@ struct executor_access {
   static void post_remote(executor& ex, remote_node& node) noexcept;
   // Owner thread: runs every posted node now.
   static void drain_remote(executor& ex) noexcept;
+  // From any thread: like post_remote, but for work that must not be lost; false (nothing posted) once
+  // the executor no longer accepts posts.
+  static bool try_post(executor& ex, remote_node& node) noexcept;
+  // For executor_group: a stop quiesces the executor but frees its frames only at destruction.
+  static void defer_frame_release(executor& ex) noexcept;
+  // For executor_group, once every member has quiesced: frees this executor's frames (owner thread).
+  static void release_frames(executor& ex) noexcept;
 };
 }  // namespace detail
+
+namespace detail {
+// The node behind executor::post: owns the function, runs it once on the target's thread.
+template <class F>
+struct posted_fn final : remote_node {
+  explicit posted_fn(F f) : fn(std::move(f)) {
+    run = [](remote_node* n) noexcept {
+      auto* self = static_cast<posted_fn*>(n);
+      try {
+        self->fn();
+      } catch (...) {
+        report_posted_failure(std::current_exception());
+      }
+      delete self;
+    };
+  }
+  F fn;
+};
+}  // namespace detail
+
+template <class F>
+void executor::post(F&& fn) {
+  auto* node = new detail::posted_fn<std::decay_t<F>>(std::forward<F>(fn));
+  if (!detail::executor_access::try_post(*this, *node)) {
+    delete node;
+    throw std::system_error(ESHUTDOWN, std::system_category(), "executor::post: the executor no longer accepts work");
+  }
+}
 
 template <class T>
 T executor::run(task<T> t) {

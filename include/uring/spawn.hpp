@@ -1,17 +1,21 @@
 // uring/spawn.hpp — start a task that nobody awaits.
 //
 // Provides: uring::spawn.
-// Threads: spawn(t) is called from a coroutine (or any code) running on an executor's thread, while that
-// executor runs; the task starts on a later turn of the same loop.
+// Threads: spawn(t) runs t on the executor running on this thread; spawn(target, t) may be called from
+// any thread and runs t on `target`'s thread. Either way the task starts on a later turn of that loop.
 //
-// The executor owns the spawned frame until it finishes. An exception escaping it shuts the executor down
-// and is rethrown from executor::run() (as Asio's co_spawn does with `detached`): errors are never lost.
+// The executor the task starts on owns its frame until it finishes, even if the task moves to other
+// executors in between (resume_on): when it finishes elsewhere, its owner is told and frees it. An
+// exception escaping it shuts the owner down and is rethrown from executor::run() (as Asio's co_spawn
+// does with `detached`): errors are never lost.
 #pragma once
 
 #include <coroutine>
+#include <system_error>
 #include <exception>
 #include <utility>
 
+#include "uring/detail/remote.hpp"
 #include "uring/executor.hpp"
 #include "uring/task.hpp"
 
@@ -30,24 +34,49 @@ class spawned {
   struct promise_type {
     spawn_node node;
     executor* owner = nullptr;
+    std::exception_ptr error;
+    // Starts the task on a foreign owner, or tells the owner it finished elsewhere.
+    struct message_node : remote_node {
+      promise_type* promise = nullptr;
+    } message;
 
     spawned get_return_object() noexcept {
       auto h = std::coroutine_handle<promise_type>::from_promise(*this);
       node.frame = h;
+      message.promise = this;
       return spawned{h};
     }
     std::suspend_always initial_suspend() const noexcept { return {}; }
+
+    // On the owner's thread: the frame leaves the owner's list and is freed; its error, if any, fails
+    // the owner. Elsewhere (the task moved away and finished there), the owner is asked to do it.
     struct final_awaiter {
       bool await_ready() const noexcept { return false; }
       void await_suspend(std::coroutine_handle<promise_type> h) const noexcept {
-        executor_access::release(*h.promise().owner, h.promise().node);
-        h.destroy();
+        promise_type& p = h.promise();
+        if (running_executor() == p.owner) {
+          finish(h);
+        } else {
+          p.message.run = [](remote_node* n) noexcept { finish(from_message(n)); };
+          p.message.discard = nullptr;  // the owner's shutdown frees it either way
+          executor_access::post_remote(*p.owner, p.message);
+        }
       }
       void await_resume() const noexcept {}
     };
     final_awaiter final_suspend() const noexcept { return {}; }
     void return_void() const noexcept {}
-    void unhandled_exception() const noexcept { executor_access::fail(*owner, std::current_exception()); }
+    void unhandled_exception() noexcept { error = std::current_exception(); }
+
+    static std::coroutine_handle<promise_type> from_message(remote_node* n) noexcept {
+      return std::coroutine_handle<promise_type>::from_promise(*static_cast<message_node*>(n)->promise);
+    }
+    static void finish(std::coroutine_handle<promise_type> h) noexcept {
+      promise_type& p = h.promise();
+      if (p.error) executor_access::fail(*p.owner, std::move(p.error));
+      executor_access::release(*p.owner, p.node);
+      h.destroy();
+    }
   };
 
   explicit spawned(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
@@ -69,6 +98,27 @@ void spawn(task<T> t) {
   h.promise().owner = &ex;
   detail::executor_access::adopt(ex, h.promise().node);
   detail::executor_access::schedule(ex, h);
+}
+
+// Starts `t` on `target`, from any thread. Throws std::system_error(ESHUTDOWN), with `t` destroyed
+// unstarted, if `target` no longer accepts work.
+template <class T>
+void spawn(executor& target, task<T> t) {
+  if (executor::current() == &target) return spawn(std::move(t));
+  using promise = detail::spawned::promise_type;
+  auto h = detail::spawn_body(std::move(t)).handle_;
+  promise& p = h.promise();
+  p.owner = &target;
+  p.message.run = [](detail::remote_node* n) noexcept {
+    auto frame = promise::from_message(n);
+    detail::executor_access::adopt(*frame.promise().owner, frame.promise().node);
+    detail::executor_access::schedule(*frame.promise().owner, frame);
+  };
+  p.message.discard = [](detail::remote_node* n) noexcept { promise::from_message(n).destroy(); };
+  if (!detail::executor_access::try_post(target, p.message)) {
+    h.destroy();
+    throw std::system_error(ESHUTDOWN, std::system_category(), "uring::spawn: the target executor no longer accepts work");
+  }
 }
 
 }  // namespace uring

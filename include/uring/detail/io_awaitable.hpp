@@ -172,7 +172,7 @@ class [[nodiscard]] io_awaitable : private operation {
     struct on_stop {
       canceller* c;
       void operator()() const noexcept {
-        if (t_running == &c->ex) {
+        if (running_executor() == &c->ex) {
           executor_access::cancel(c->ex, c->self);
         } else {
           c->posted.store(true, std::memory_order_release);

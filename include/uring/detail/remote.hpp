@@ -15,6 +15,9 @@ namespace uring::detail {
 struct remote_node {
   using run_fn = void (*)(remote_node* self) noexcept;
   run_fn run = nullptr;
+  // What a shutting-down owner does instead of run(), or null to run() anyway. A node that would resume
+  // a coroutine must not resume it then (its frame is about to be freed): it gives `discard`.
+  run_fn discard = nullptr;
   remote_node* next = nullptr;
 };
 

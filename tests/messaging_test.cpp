@@ -1,0 +1,266 @@
+// Executors talking to each other: executor_group, post from any thread, spawn onto another executor,
+// resume_on, submit_to, and the two-phase stop that keeps migrated coroutines safe. Every backend.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <latch>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <uring/uring.hpp>
+
+#include "backends.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using uring::executor;
+using uring::executor_group;
+using uring::task;
+
+class Messaging : public uring::test::backend_test {};
+
+// pthread_self() is declared `const`, so clang may reuse one call's answer across a co_await, after which
+// the coroutine may run on another thread. The empty asm with a memory clobber makes each call count.
+[[gnu::noinline]] std::thread::id this_id() {
+  asm volatile("" ::: "memory");
+  return std::this_thread::get_id();
+}
+
+TEST_P(Messaging, GroupRunsEachExecutorOnItsOwnThread) {
+  executor_group group(3, options());
+  ASSERT_EQ(group.size(), 3u);
+  std::vector<std::thread::id> seen(3);
+  std::latch done(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    uring::spawn(group.at(i), [](std::thread::id& out, std::latch& l) -> task<void> {
+      co_await uring::nop();
+      out = this_id();
+      l.count_down();
+    }(seen[i], done));
+  }
+  done.wait();
+  std::set<std::thread::id> distinct(seen.begin(), seen.end());
+  EXPECT_EQ(distinct.size(), 3u);
+  EXPECT_EQ(distinct.count(this_id()), 0u);
+  EXPECT_THROW((void)group.at(3), std::out_of_range);
+}
+
+TEST_P(Messaging, NextIsRoundRobin) {
+  executor_group group(2, options());
+  executor* a = &group.next();
+  executor* b = &group.next();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(&group.next(), a);
+}
+
+TEST_P(Messaging, PostRunsOnTheTargetThreadAndIsRefusedAfterStop) {
+  executor_group group(1, options());
+  std::thread::id ran_on;
+  std::latch done(1);
+  group.at(0).post([&] {
+    ran_on = this_id();
+    done.count_down();
+  });
+  done.wait();
+  EXPECT_NE(ran_on, this_id());
+  executor& ex = group.at(0);
+  group.stop();
+  group.join();
+  try {
+    ex.post([] {});
+    FAIL() << "a post to a stopped group must be refused";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ESHUTDOWN);
+  }
+}
+
+TEST_P(Messaging, PostsFromManyThreadsAllRunInOrderPerSender) {
+  executor_group group(1, options());
+  constexpr int kSenders = 4;
+  const int per_sender = static_cast<int>(uring::test::scaled(20'000));
+  std::vector<int> last(kSenders, -1);
+  std::atomic<int> out_of_order{0};
+  std::latch done(kSenders * per_sender);
+  std::vector<std::thread> senders;
+  for (int s = 0; s < kSenders; ++s) {
+    senders.emplace_back([&, s] {
+      for (int i = 0; i < per_sender; ++i) {
+        group.at(0).post([&, s, i] {
+          if (last[static_cast<std::size_t>(s)] != i - 1) ++out_of_order;  // runs on the one owner thread
+          last[static_cast<std::size_t>(s)] = i;
+          done.count_down();
+        });
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  done.wait();
+  EXPECT_EQ(out_of_order.load(), 0);
+  for (int s = 0; s < kSenders; ++s) EXPECT_EQ(last[static_cast<std::size_t>(s)], per_sender - 1);
+}
+
+TEST_P(Messaging, ResumeOnMovesTheCoroutineBetweenThreads) {
+  executor_group group(2, options());
+  std::array<std::thread::id, 4> ids{};
+  std::latch done(1);
+  executor& a = group.at(0);
+  executor& b = group.at(1);
+  uring::spawn(a, [](executor& home, executor& other, std::array<std::thread::id, 4>& out,
+                     std::latch& l) -> task<void> {
+    out[0] = this_id();
+    co_await uring::resume_on(other);
+    out[1] = this_id();
+    co_await uring::nop();  // an operation on the other executor's ring
+    out[2] = this_id();
+    co_await uring::resume_on(home);
+    out[3] = this_id();
+    l.count_down();
+  }(a, b, ids, done));
+  done.wait();
+  EXPECT_NE(ids[0], ids[1]);
+  EXPECT_EQ(ids[1], ids[2]);
+  EXPECT_EQ(ids[0], ids[3]);
+}
+
+TEST_P(Messaging, ResumeOnTheCurrentExecutorDoesNotSuspend) {
+  executor ex(options());
+  auto enters_before = ex.stats().enters;
+  ex.run([](executor& self) -> task<void> { co_await uring::resume_on(self); }(ex));
+  EXPECT_EQ(ex.stats().enters, enters_before);
+}
+
+TEST_P(Messaging, SubmitToReturnsValuesAndExceptions) {
+  executor_group group(2, options());
+  std::latch done(1);
+  int sum = 0;
+  std::string error;
+  bool came_back_home = false;
+  uring::spawn(group.at(0), [](executor& other, int& out, std::string& err, bool& home_again,
+                               std::latch& l) -> task<void> {
+    auto home = this_id();
+    std::thread::id there;
+    out = co_await uring::submit_to(other, [&] {
+      there = this_id();
+      return 40;
+    });
+    out += co_await uring::submit_to(other, []() -> task<int> {
+      co_await uring::nop();
+      co_return 2;
+    });
+    try {
+      co_await uring::submit_to(other, []() -> int { throw std::runtime_error("failed there"); });
+    } catch (const std::runtime_error& e) {
+      err = e.what();
+    }
+    co_await uring::submit_to(other, [] {});  // void
+    home_again = this_id() == home && there != home;
+    l.count_down();
+  }(group.at(1), sum, error, came_back_home, done));
+  done.wait();
+  EXPECT_EQ(sum, 42);
+  EXPECT_EQ(error, "failed there");
+  EXPECT_TRUE(came_back_home);
+}
+
+TEST_P(Messaging, ManyHopsLoseNothing) {
+  executor_group group(2, options());
+  const int hops = static_cast<int>(uring::test::scaled(20'000));
+  std::latch done(1);
+  int count = 0;
+  uring::spawn(group.at(0), [](executor& a, executor& b, int n, int& c, std::latch& l) -> task<void> {
+    for (int i = 0; i < n; ++i) {
+      co_await uring::resume_on(i % 2 == 0 ? b : a);
+      ++c;
+    }
+    l.count_down();
+  }(group.at(0), group.at(1), hops, count, done));
+  done.wait();
+  EXPECT_EQ(count, hops);
+}
+
+// A coroutine spawned on A moves to B and waits there on B's ring when the group stops: B drains its
+// ring, then A frees the frame (its destructors run). ASan checks that no completion touches it after.
+TEST_P(Messaging, StoppingWithCoroutinesParkedOnAnotherRingIsSafe) {
+  uring::test::pipe_pair p;  // nobody writes
+  std::atomic<int> destroyed{0};
+  std::latch parked(4);
+  {
+    executor_group group(2, options());
+    struct sentinel {
+      std::atomic<int>& n;
+      ~sentinel() { ++n; }
+    };
+    for (int i = 0; i < 4; ++i) {
+      uring::spawn(group.at(0), [](executor& other, int fd, std::atomic<int>& n, std::latch& l) -> task<void> {
+        sentinel s{n};
+        co_await uring::resume_on(other);
+        l.count_down();
+        char buf[1];
+        co_await uring::read(fd, buf);  // parked on the other executor's ring
+      }(group.at(1), p.read_end.get(), destroyed, parked));
+    }
+    parked.wait();
+  }  // stop + join
+  EXPECT_EQ(destroyed.load(), 4);
+}
+
+// A spawned task that finishes on another executor is still freed by its owner.
+TEST_P(Messaging, ATaskFinishingAwayFromItsOwnerIsFreedByTheOwner) {
+  std::atomic<int> destroyed{0};
+  std::latch finished(10);
+  {
+    executor_group group(2, options());
+    struct sentinel {
+      std::atomic<int>& n;
+      ~sentinel() { ++n; }
+    };
+    for (int i = 0; i < 10; ++i) {
+      uring::spawn(group.at(0), [](executor& other, std::atomic<int>& n, std::latch& l) -> task<void> {
+        sentinel s{n};
+        co_await uring::resume_on(other);
+        l.count_down();
+      }(group.at(1), destroyed, finished));
+    }
+    finished.wait();
+  }
+  EXPECT_EQ(destroyed.load(), 10);
+}
+
+TEST_P(Messaging, AnExceptionEscapingAWorkersTaskStopsTheGroupAndJoinRethrowsIt) {
+  executor_group group(2, options());
+  uring::spawn(group.at(1), []() -> task<void> {
+    co_await uring::nop();
+    throw std::runtime_error("worker failed");
+  }());
+  try {
+    group.join();  // returns only because the failure stopped the group
+    FAIL() << "join must rethrow";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "worker failed");
+  }
+}
+
+TEST_P(Messaging, SpawnOntoAStoppedGroupIsRefusedAndTheTaskIsFreed) {
+  executor_group group(1, options());
+  executor& ex = group.at(0);
+  group.stop();
+  group.join();
+  bool destroyed = false;
+  struct sentinel {
+    bool& flag;
+    ~sentinel() { flag = true; }
+  };
+  auto t = [](bool& flag) -> task<void> {
+    sentinel s{flag};
+    co_return;
+  }(destroyed);
+  EXPECT_THROW(uring::spawn(ex, std::move(t)), std::system_error);
+  EXPECT_FALSE(destroyed);  // never started: the sentinel was never constructed
+}
+
+INSTANTIATE_BACKENDS(Messaging);
+
+}  // namespace
