@@ -2,7 +2,10 @@
 // operations in flight.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <cerrno>
+#include <csignal>
 #include <stdexcept>
 #include <system_error>
 #include <algorithm>
@@ -465,5 +468,48 @@ TEST(ExecutorStats, CountsOperationsByKind) {
   EXPECT_EQ(ex.stats().started(uring::op_kind::write), 0u);
   EXPECT_STREQ(uring::to_string(uring::op_kind::statx), "statx");
 }
+
+}  // namespace
+
+namespace {
+
+// A signal handler installed without SA_RESTART makes a sleeping io_uring_enter / epoll_pwait2 fail with
+// EINTR. The loop must treat that as "look again", never as an error, and lose nothing.
+class ExecutorSignals : public uring::test::backend_test {};
+
+std::atomic<int> g_signals{0};
+void count_signal(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
+
+TEST_P(ExecutorSignals, EintrWhileWaitingIsRetried) {
+  struct sigaction sa {}, old{};
+  sa.sa_handler = count_signal;
+  sa.sa_flags = 0;  // no SA_RESTART: the wait is interrupted
+  ASSERT_EQ(::sigaction(SIGUSR1, &sa, &old), 0);
+  uring::test::pipe_pair p;
+  executor ex(options());
+  pthread_t owner = pthread_self();
+  std::atomic<bool> finished{false};
+  std::thread pest([&] {
+    // Interrupt the owner's waits many times, then let the read complete.
+    for (int i = 0; i < 200 && !finished; ++i) {
+      pthread_kill(owner, SIGUSR1);
+      std::this_thread::yield();
+    }
+    (void)!::write(p.write_end.get(), "z", 1);
+  });
+  char got = 0;
+  ex.run([&]() -> task<void> {
+    char buf[1];
+    co_await uring::read(p.read_end.get(), buf);
+    got = buf[0];
+  }());
+  finished = true;
+  pest.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_EQ(got, 'z');
+  EXPECT_GT(g_signals.load(), 0);
+}
+
+INSTANTIATE_BACKENDS(ExecutorSignals);
 
 }  // namespace
