@@ -22,6 +22,12 @@ using uring::task;
 
 class Messaging : public uring::test::backend_test {};
 
+// Counts the coroutine frames that were destroyed (their locals' destructors ran).
+struct sentinel {
+  std::atomic<int>& n;
+  ~sentinel() { ++n; }
+};
+
 // pthread_self() is declared `const`, so clang may reuse one call's answer across a co_await, after which
 // the coroutine may run on another thread. The empty asm with a memory clobber makes each call count.
 [[gnu::noinline]] std::thread::id this_id() {
@@ -189,10 +195,6 @@ TEST_P(Messaging, StoppingWithCoroutinesParkedOnAnotherRingIsSafe) {
   std::latch parked(4);
   {
     executor_group group(2, options());
-    struct sentinel {
-      std::atomic<int>& n;
-      ~sentinel() { ++n; }
-    };
     for (int i = 0; i < 4; ++i) {
       uring::spawn(group.at(0), [](executor& other, int fd, std::atomic<int>& n, std::latch& l) -> task<void> {
         sentinel s{n};
@@ -213,10 +215,6 @@ TEST_P(Messaging, ATaskFinishingAwayFromItsOwnerIsFreedByTheOwner) {
   std::latch finished(10);
   {
     executor_group group(2, options());
-    struct sentinel {
-      std::atomic<int>& n;
-      ~sentinel() { ++n; }
-    };
     for (int i = 0; i < 10; ++i) {
       uring::spawn(group.at(0), [](executor& other, std::atomic<int>& n, std::latch& l) -> task<void> {
         sentinel s{n};
