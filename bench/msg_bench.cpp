@@ -2,8 +2,9 @@
 // so this measures the wake-up path, which the issue measured at ~0.09 M round trips/s for every
 // mechanism on this VM):
 //   pingpong/raw_msg_ring   two liburing rings, IORING_OP_MSG_RING each way, each side waiting in enter
-//   pingpong/uring_resume   a coroutine hopping between two executors of a group with resume_on
-//                           (today's transport: mailbox + eventfd wake; MSG_RING is the next step)
+//   pingpong/uring_resume   a coroutine hopping between two executors of a group with resume_on, which
+//                           travels by MSG_RING between native executors
+//   pingpong/uring_resume_mailbox   the same with MSG_RING disabled: mailbox + eventfd wake
 #include <benchmark/benchmark.h>
 #include <liburing.h>
 
@@ -46,8 +47,10 @@ void BM_raw_msg_ring(benchmark::State& state) {
   io_uring_queue_exit(&b);
 }
 
-void BM_uring_resume(benchmark::State& state) {
-  uring::executor_group group(2);
+void resume_pingpong(benchmark::State& state, uring::feature_set disable) {
+  uring::executor_options opts;
+  opts.disable = disable;
+  uring::executor_group group(2, opts);
   std::latch done(1);
   uring::spawn(group.at(0), [](benchmark::State& st, uring::executor& a, uring::executor& b,
                                std::latch& l) -> uring::task<void> {
@@ -61,7 +64,11 @@ void BM_uring_resume(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+void BM_uring_resume(benchmark::State& state) { resume_pingpong(state, {}); }
+void BM_uring_resume_mailbox(benchmark::State& state) { resume_pingpong(state, uring::feature::msg_ring); }
+
 }  // namespace
 
 BENCHMARK(BM_raw_msg_ring)->Name("pingpong/raw_msg_ring/1")->UseRealTime();
 BENCHMARK(BM_uring_resume)->Name("pingpong/uring_resume/1")->UseRealTime();
+BENCHMARK(BM_uring_resume_mailbox)->Name("pingpong/uring_resume_mailbox/1")->UseRealTime();

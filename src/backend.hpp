@@ -43,6 +43,12 @@ class backend {
   // request goes out with the next submit.
   virtual void cancel_all() = 0;
 
+  // Queues an IORING_OP_MSG_RING to the ring `target_fd` that posts a CQE with user_data `data` there;
+  // if it fails, a CQE with user_data `failed` comes back here. Native backends only.
+  virtual void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) = 0;
+  // This ring's fd for other rings' messages, or -1 (emulated).
+  [[nodiscard]] virtual int ring_fd() const noexcept = 0;
+
   [[nodiscard]] virtual bool registered_ring() const noexcept = 0;
   [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;

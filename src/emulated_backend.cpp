@@ -20,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <queue>
+#include <stdexcept>
 #include <system_error>
 #include <unordered_map>
 #include <vector>
@@ -147,6 +148,11 @@ class emulated_backend final : public backend {
     while (!waiting_.empty()) cancel(*waiting_.begin()->first);
     timers_ = {};
   }
+
+  void send_message(int, std::uint64_t, std::uint64_t) override {
+    throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
+  }
+  int ring_fd() const noexcept override { return -1; }
 
   bool registered_ring() const noexcept override { return false; }
   ring_flags active_flags() const noexcept override { return ring_flags::none; }

@@ -21,6 +21,22 @@ namespace uring {
 namespace detail {
 namespace {
 thread_local executor* t_running = nullptr;
+
+// A hand-off through the kernel is invisible to ThreadSanitizer: tell it what the CQE orders.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define URING_TSAN 1
+#endif
+#endif
+#ifdef URING_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+void annotate_release(void* p) { __tsan_release(p); }
+void annotate_acquire(void* p) { __tsan_acquire(p); }
+#else
+void annotate_release(void*) {}
+void annotate_acquire(void*) {}
+#endif
 }  // namespace
 
 executor* running_executor() noexcept { return t_running; }
@@ -80,6 +96,25 @@ struct executor::impl {
     }
   }
 
+  // A CQE that carries a hand-off rather than an operation's completion.
+  void on_message_cqe(const detail::completion& c) noexcept {
+    auto* node = reinterpret_cast<detail::remote_node*>(c.user_data & ~detail::kTagMask);
+    if (c.user_data & detail::kMessageTag) {
+      ++stats.messages_received;
+      detail::annotate_acquire(node);
+      if (queue.closed && node->discard != nullptr) {
+        node->discard(node);
+      } else {
+        node->run(node);
+      }
+    } else if (c.res < 0 && node->target != nullptr) {
+      // Our MSG_RING failed (the target's ring refused it): never lose it, take the mailbox road.
+      if (!detail::executor_access::try_post(*node->target, *node) && node->discard != nullptr) node->discard(node);
+    }
+  }
+
+  bool msg_ring_ok = false;  // native and planned for MSG_RING: hand-offs to other such executors use it
+
   // Posts from other threads that must not be lost: refused, with an error for the poster, once the
   // executor no longer drains its inbox (it is being destroyed, or its group has shut it down).
   std::mutex post_mutex;
@@ -129,6 +164,10 @@ struct executor::impl {
       for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(batch[i].user_data));
       for (std::size_t i = 0; i < n; ++i) {
         if (batch[i].user_data == 0) continue;  // our own fire-and-forget request
+        if (batch[i].user_data & detail::kTagMask) [[unlikely]] {
+          on_message_cqe(batch[i]);
+          continue;
+        }
         --queue.inflight;
         auto* op = reinterpret_cast<detail::operation*>(batch[i].user_data);
         if (queue.closed) {
@@ -228,6 +267,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->backend = impl_->plan.backend == backend_kind::native
                        ? detail::make_native_backend(opts, impl_->plan, impl_->stats)
                        : detail::make_emulated_backend(opts, impl_->stats);
+  impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
 }
 
 executor::~executor() {
@@ -401,6 +441,24 @@ bool executor_access::try_post(executor& ex, remote_node& node) noexcept {
   if (im.refusing_posts) return false;
   if (im.remote.push(node)) im.wake();
   return true;
+}
+
+bool executor_access::send(executor& to, remote_node& node) noexcept {
+  executor* from = running_executor();
+  node.target = &to;
+  auto& dest = *to.impl_;
+  if (from != nullptr && from != &to && from->impl_->msg_ring_ok && dest.msg_ring_ok && from->impl_->backend) {
+    {
+      std::lock_guard lock(dest.post_mutex);  // the same refusal as the mailbox, so both roads agree
+      if (dest.refusing_posts) return false;
+    }
+    annotate_release(&node);
+    from->impl_->backend->send_message(dest.backend->ring_fd(), reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
+                                       reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);
+    ++from->impl_->stats.messages_sent_by_ring;
+    return true;
+  }
+  return try_post(to, node);
 }
 
 void executor_access::defer_frame_release(executor& ex) noexcept { ex.impl_->defer_release = true; }

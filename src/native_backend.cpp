@@ -145,6 +145,14 @@ class native_backend final : public backend {
     io_uring_sqe_set_data64(sqe, 0);
   }
 
+  void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) override {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_msg_ring(sqe, target_fd, 0, data, 0);
+    io_uring_sqe_set_data64(sqe, failed);
+    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;  // success costs the sender no CQE
+  }
+  int ring_fd() const noexcept override { return ring_.ring_fd; }
+
   bool registered_ring() const noexcept override { return registered_; }
   ring_flags active_flags() const noexcept override { return active_; }
   ring_flags dropped_flags() const noexcept override { return dropped_; }

@@ -35,6 +35,16 @@ inline std::vector<backend_config> all_backends() {
   return {{"native", native}, {"native_defer_taskrun", deferred}, {"emulated", emulated}};
 }
 
+// For messaging: the three above plus native with MSG_RING turned off (the mailbox between native rings).
+inline std::vector<backend_config> messaging_backends() {
+  auto configs = all_backends();
+  executor_options mailbox;
+  mailbox.backend = backend_kind::native;
+  mailbox.disable = feature::msg_ring;
+  configs.push_back({"native_mailbox", mailbox});
+  return configs;
+}
+
 class backend_test : public ::testing::TestWithParam<backend_config> {
  protected:
   [[nodiscard]] executor_options options() const { return GetParam().options; }
@@ -48,6 +58,10 @@ class backend_test : public ::testing::TestWithParam<backend_config> {
 };
 
 }  // namespace uring::test
+
+#define INSTANTIATE_MESSAGING_BACKENDS(suite)                                                           \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(uring::test::messaging_backends()), \
+                           [](const auto& info) { return info.param.name; })
 
 #define INSTANTIATE_BACKENDS(suite)                                               \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(uring::test::all_backends()), \

@@ -259,6 +259,31 @@ TEST_P(Messaging, SpawnOntoAStoppedGroupIsRefusedAndTheTaskIsFreed) {
   EXPECT_FALSE(destroyed);  // never started: the sentinel was never constructed
 }
 
-INSTANTIATE_BACKENDS(Messaging);
+// Between two native executors planned for it, resume_on goes through the kernel (MSG_RING: no
+// syscall of its own); otherwise (emulated, or msg_ring disabled) through the mailbox. Both deliver.
+TEST_P(Messaging, HandOffsUseMsgRingWhereBothSidesCan) {
+  const int hops = 1000;
+  executor_group group(2, options());
+  std::latch done(1);
+  uring::spawn(group.at(0), [](executor& a, executor& b, int n, std::latch& l) -> task<void> {
+    for (int i = 0; i < n; ++i) co_await uring::resume_on(i % 2 == 0 ? b : a);
+    l.count_down();
+  }(group.at(0), group.at(1), hops, done));
+  done.wait();
+  group.stop();
+  group.join();  // the executors stay readable until the group goes
+  auto sent = group.at(0).stats().messages_sent_by_ring + group.at(1).stats().messages_sent_by_ring;
+  auto received = group.at(0).stats().messages_received + group.at(1).stats().messages_received;
+  bool ring_road = options().backend == uring::backend_kind::native && !options().disable.contains(uring::feature::msg_ring);
+  if (ring_road) {
+    EXPECT_EQ(sent, static_cast<std::uint64_t>(hops));
+    EXPECT_EQ(received, static_cast<std::uint64_t>(hops));
+  } else {
+    EXPECT_EQ(sent, 0u);
+    EXPECT_EQ(received, 0u);
+  }
+}
+
+INSTANTIATE_MESSAGING_BACKENDS(Messaging);
 
 }  // namespace

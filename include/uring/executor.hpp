@@ -49,6 +49,8 @@ struct executor_stats {
   std::uint64_t cq_overflows = 0;     // reaps that found completions kept aside by the kernel (CQ full, NODROP)
   std::uint64_t registered_ring_fallbacks = 0;  // ring fd could not be registered (slots used up)
   std::uint64_t cancels = 0;                    // cancel requests sent for operations in flight
+  std::uint64_t messages_sent_by_ring = 0;      // hand-offs sent to other executors with MSG_RING
+  std::uint64_t messages_received = 0;          // MSG_RING hand-offs received from other executors
   // Operations started, by kind; reads include the executor's own wake-up reads (one per sleep).
   std::array<std::uint64_t, detail::kOpCodeCount> ops{};
 
@@ -163,6 +165,10 @@ struct executor_access {
   // From any thread: like post_remote, but for work that must not be lost; false (nothing posted) once
   // the executor no longer accepts posts.
   static bool try_post(executor& ex, remote_node& node) noexcept;
+  // From a coroutine or code running on an executor (or any thread): hands `node` to `to`, through the
+  // kernel (IORING_OP_MSG_RING from this thread's ring, no syscall of its own) where both executors are
+  // native and planned for it, else through `to`'s mailbox. False if `to` no longer accepts work.
+  static bool send(executor& to, remote_node& node) noexcept;
   // For executor_group: a stop quiesces the executor but frees its frames only at destruction.
   static void defer_frame_release(executor& ex) noexcept;
   // For executor_group, once every member has quiesced: frees this executor's frames (owner thread).

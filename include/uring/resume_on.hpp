@@ -38,7 +38,7 @@ class [[nodiscard]] resume_on_awaitable : private remote_node {
   bool await_ready() const noexcept { return executor::current() == &target_; }
   void await_suspend(std::coroutine_handle<> h) {
     waiter_ = h;
-    if (!executor_access::try_post(target_, *this)) {
+    if (!executor_access::send(target_, *this)) {
       throw std::system_error(ESHUTDOWN, std::system_category(), "uring::resume_on: the target executor no longer accepts work");
     }
   }

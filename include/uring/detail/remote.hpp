@@ -9,6 +9,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+
+namespace uring {
+class executor;
+}
 
 namespace uring::detail {
 
@@ -19,7 +24,16 @@ struct remote_node {
   // a coroutine must not resume it then (its frame is about to be freed): it gives `discard`.
   run_fn discard = nullptr;
   remote_node* next = nullptr;
+  // Where the node is going: a message sent through the kernel (MSG_RING) that fails falls back to this
+  // executor's mailbox.
+  executor* target = nullptr;
 };
+
+// A node's address travels in a CQE's user_data; its low bits say which kind of CQE it is (nodes are
+// 8-byte aligned, operations' addresses never have these bits set).
+inline constexpr std::uint64_t kMessageTag = 1;      // a message for this ring: run the node
+inline constexpr std::uint64_t kSendFailedTag = 2;   // our MSG_RING to another ring failed: use the mailbox
+inline constexpr std::uint64_t kTagMask = 7;
 
 class remote_queue {
  public:
