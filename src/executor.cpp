@@ -185,13 +185,18 @@ struct executor::impl {
   // while its frame belongs to another's spawned list.
   bool defer_release = false;
   bool frames_pending = false;
+  // A group member that has quiesced for good: after its frames are freed, nodes that still reach its
+  // mailbox or CQ point into freed frames, so nothing may read them again (the destructor only closes).
+  bool quiesced_final = false;
 
   void shutdown() noexcept {
-    quiesce();
     if (defer_release) {
-      refuse_posts();
+      refuse_posts();  // before the last drain, so that no accepted post is left behind it
+      quiesce();
+      quiesced_final = true;
       frames_pending = true;
     } else {
+      quiesce();
       release_frames();
     }
   }
@@ -276,7 +281,7 @@ executor::~executor() {
     std::abort();
   }
   impl_->refuse_posts();
-  if (!impl_->frames_pending) impl_->quiesce();
+  if (!impl_->quiesced_final) impl_->quiesce();
   impl_->release_frames();
   impl_->backend.reset();
   ::close(impl_->wake_fd);

@@ -4,6 +4,7 @@
 #include "uring/async_mutex.hpp"
 #include "uring/async_semaphore.hpp"
 #include "uring/buffer.hpp"
+#include "uring/channel.hpp"
 #include "uring/error.hpp"
 #include "uring/executor.hpp"
 #include "uring/executor_group.hpp"

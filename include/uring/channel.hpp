@@ -1,0 +1,292 @@
+// uring/channel.hpp — a bounded queue of values from any executors (or threads) to one executor.
+//
+// Provides: uring::channel<T>.
+// Threads: `co_await send(v)` from a coroutine on any executor; try_send() and close() from any thread,
+// also one with no executor; `co_await receive()` only from coroutines on the receiving executor, one at
+// a time. T must be nothrow move-constructible.
+//
+// Ordering: the values of one sender (one coroutine awaiting its sends in turn, or one thread calling
+// try_send in turn) arrive in the order they were sent; senders interleave in no particular order.
+// Back-pressure: at most capacity() values wait in the channel. A send that finds it full suspends its
+// coroutine until the receiver takes a value; blocked senders are served first come, first served, and
+// while any is blocked a try_send() fails, so no newcomer overtakes them. A send completes when its
+// value is accepted (queued, or handed to the waiting receiver).
+// Close: close() makes every blocked and every later send throw std::system_error(EPIPE) (their values
+// were not accepted and stay with the sender), and try_send() return false. Every value accepted before
+// is still delivered: receive() yields them, then std::nullopt for good.
+//
+// Wake-ups: the payload sits in a queue under a std::mutex. Only a party that is parked gets a doorbell:
+// a waiting receiver is resumed by posting a node (living in its awaitable) to the receiving executor;
+// a blocked sender by posting its node to the executor it suspended on. Nothing is resumed inline on the
+// waker's thread. Every hand-over (value, space, close) changes the waiter's state and posts its node
+// under the mutex, so each waiter is woken exactly once, and a coroutine whose frame is destroyed (only
+// executor shutdown does that) takes its awaitable out of the channel under the same mutex: no post can
+// then touch its frame. A node posted to an executor that is shutting down is discarded there, not run.
+// If the waiter's executor no longer accepts work, the hand-over is undone: a blocked sender's value is
+// not accepted; a send to a receiver whose executor refuses work throws std::system_error(ESHUTDOWN)
+// (try_send returns false) and keeps its value.
+//
+// Lifetime: the channel, and the receiving executor, must outlive every coroutine and thread that uses
+// it, including the frames that executor shutdown destroys while they wait on it. Destroying a channel
+// while a coroutine waits on it prints a message and calls std::terminate.
+#pragma once
+
+#include <cerrno>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "uring/detail/remote.hpp"
+#include "uring/executor.hpp"
+
+namespace uring {
+
+template <class T>
+class channel {
+  static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T>,
+                "uring::channel<T>: T must be nothrow movable (a value is moved under the channel's lock)");
+
+ public:
+  // The awaitable returned by send(). It lives in the sending coroutine's frame, holds the value and is
+  // the blocked-sender node.
+  class [[nodiscard]] send_awaiter : private detail::remote_node {
+   public:
+    send_awaiter(channel& ch, T value) noexcept : ch_(&ch), value_(std::move(value)) {
+      run = [](detail::remote_node* n) noexcept { static_cast<send_awaiter*>(n)->handle_.resume(); };
+      discard = [](detail::remote_node*) noexcept {};  // the shutting-down executor frees the frame itself
+    }
+    send_awaiter(const send_awaiter&) = delete;
+    send_awaiter& operator=(const send_awaiter&) = delete;
+    ~send_awaiter() {
+      if (suspended_) ch_->abandon(*this);  // the frame is destroyed while the send waits
+    }
+
+    bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<> h) { return ch_->start_send(*this, h); }
+    void await_resume() {
+      suspended_ = false;
+      if (error_ != 0) {
+        throw std::system_error(error_, std::system_category(),
+                                error_ == EPIPE ? "uring::channel::send: the channel is closed"
+                                                : "uring::channel::send: the receiving executor no longer accepts work");
+      }
+    }
+
+   private:
+    friend class channel;
+    // idle -> done (accepted or failed at once), or idle -> queued -> done (woken: accepted, or EPIPE).
+    enum class state : std::uint8_t { idle, queued, done };
+
+    channel* ch_;
+    T value_;
+    send_awaiter* next_ = nullptr;
+    send_awaiter* prev_ = nullptr;
+    std::coroutine_handle<> handle_;
+    executor* executor_ = nullptr;
+    int error_ = 0;
+    state state_ = state::idle;  // guarded by the channel's mutex
+    bool suspended_ = false;     // the sending coroutine's own: true from suspension to resumption
+  };
+
+  // The awaitable returned by receive(); the parked receiver's node.
+  class [[nodiscard]] receive_awaiter : private detail::remote_node {
+   public:
+    explicit receive_awaiter(channel& ch) noexcept : ch_(&ch) {
+      run = [](detail::remote_node* n) noexcept { static_cast<receive_awaiter*>(n)->handle_.resume(); };
+      discard = [](detail::remote_node*) noexcept {};
+    }
+    receive_awaiter(const receive_awaiter&) = delete;
+    receive_awaiter& operator=(const receive_awaiter&) = delete;
+    ~receive_awaiter() {
+      if (suspended_) ch_->abandon(*this);
+    }
+
+    bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<> h) { return ch_->start_receive(*this, h); }
+    std::optional<T> await_resume() noexcept {
+      suspended_ = false;
+      return std::move(result_);
+    }
+
+   private:
+    friend class channel;
+    channel* ch_;
+    std::optional<T> result_;  // written by the waker before it posts this node
+    std::coroutine_handle<> handle_;
+    bool suspended_ = false;
+  };
+
+  // Values go to coroutines on `receiver`. Throws std::invalid_argument if capacity is 0.
+  channel(executor& receiver, std::size_t capacity) : receiver_(receiver), capacity_(capacity) {
+    if (capacity == 0) throw std::invalid_argument("uring::channel: capacity must be at least 1");
+  }
+  channel(const channel&) = delete;
+  channel& operator=(const channel&) = delete;
+  ~channel() {
+    std::lock_guard lock(mutex_);
+    if (parked_ != nullptr || head_ != nullptr) {
+      std::fprintf(stderr, "uring::channel destroyed while coroutines wait on it\n");
+      std::terminate();
+    }
+  }
+
+  // Awaiting it sends `value`: suspends while the channel is full. Throws std::system_error(EPIPE) once
+  // the channel is closed, and std::logic_error if no executor runs on this thread.
+  send_awaiter send(T value) noexcept(std::is_nothrow_move_constructible_v<T>) {
+    return send_awaiter(*this, std::move(value));
+  }
+
+  // From any thread: accepts `value` if there is room and the channel is open; moves from it only then.
+  bool try_send(T&& value) {
+    std::lock_guard lock(mutex_);
+    if (closed_) return false;
+    if (parked_ != nullptr) return hand_to_receiver(value);
+    if (queue_.size() >= capacity_) return false;  // also whenever a sender is blocked
+    queue_.push_back(std::move(value));
+    return true;
+  }
+  bool try_send(const T& value) {
+    T copy(value);
+    return try_send(std::move(copy));
+  }
+
+  // Awaiting it yields the next value, or std::nullopt once the channel is closed and drained. Only
+  // from a coroutine on the receiving executor, one receive at a time (std::logic_error otherwise).
+  receive_awaiter receive() noexcept { return receive_awaiter(*this); }
+
+  // From any thread; idempotent. Blocked and later sends fail with EPIPE; accepted values stay.
+  void close() noexcept {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+    while (head_ != nullptr) {
+      send_awaiter& w = *head_;
+      unlink(w);
+      w.error_ = EPIPE;
+      w.state_ = send_awaiter::state::done;
+      (void)detail::executor_access::try_post(*w.executor_, w);  // refused: its frame is being destroyed
+    }
+    if (parked_ != nullptr) {  // parked means drained: it gets nullopt
+      receive_awaiter& r = *std::exchange(parked_, nullptr);
+      (void)detail::executor_access::try_post(receiver_, r);
+    }
+  }
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] executor& receiver() const noexcept { return receiver_; }
+
+ private:
+  // Sender side. Returns true when the coroutine stays suspended.
+  bool start_send(send_awaiter& s, std::coroutine_handle<> h) {
+    executor& ex = detail::executor_access::current("uring::channel::send");  // throws before linking
+    std::lock_guard lock(mutex_);
+    s.state_ = send_awaiter::state::done;
+    if (closed_) {
+      s.error_ = EPIPE;
+      return false;
+    }
+    if (parked_ != nullptr) {
+      if (!hand_to_receiver(s.value_)) s.error_ = ESHUTDOWN;
+      return false;
+    }
+    if (queue_.size() < capacity_) {
+      queue_.push_back(std::move(s.value_));
+      return false;
+    }
+    s.state_ = send_awaiter::state::queued;
+    s.executor_ = &ex;
+    s.handle_ = h;
+    s.suspended_ = true;
+    s.prev_ = tail_;
+    s.next_ = nullptr;
+    (tail_ != nullptr ? tail_->next_ : head_) = &s;
+    tail_ = &s;
+    // Posted to our own executor later, so it cannot resume before this thread has finished suspending.
+    return true;
+  }
+
+  // The receiver is parked, so the queue is empty and nobody is blocked: the value goes straight to it.
+  // Caller holds the mutex. Moves from `value` only when it returns true.
+  bool hand_to_receiver(T& value) noexcept {
+    receive_awaiter& r = *parked_;
+    r.result_.emplace(std::move(value));
+    parked_ = nullptr;
+    if (detail::executor_access::try_post(receiver_, r)) return true;  // r may be running already: hands off
+    value = std::move(*r.result_);  // its executor is shutting down: undo
+    r.result_.reset();
+    parked_ = &r;  // its frame's destruction takes it out
+    return false;
+  }
+
+  // Receiver side. Returns true when the coroutine stays suspended.
+  bool start_receive(receive_awaiter& r, std::coroutine_handle<> h) {
+    if (executor::current() != &receiver_) {
+      throw std::logic_error("uring::channel::receive: awaited off the receiving executor");
+    }
+    std::lock_guard lock(mutex_);
+    if (!queue_.empty()) {
+      accept_first_sender();  // before the pop: a failing push_back then changes nothing
+      r.result_.emplace(std::move(queue_.front()));
+      queue_.pop_front();
+      return false;
+    }
+    if (closed_) return false;  // drained: nullopt
+    if (parked_ != nullptr) throw std::logic_error("uring::channel::receive: two receives at once");
+    r.handle_ = h;
+    r.suspended_ = true;
+    parked_ = &r;
+    return true;
+  }
+
+  // Space is about to free up: the first blocked sender's value joins the queue and its coroutine is
+  // woken. Caller holds the mutex.
+  void accept_first_sender() {
+    while (head_ != nullptr) {
+      send_awaiter& w = *head_;
+      queue_.push_back(std::move(w.value_));  // may throw (allocation): nothing has changed then
+      unlink(w);
+      w.state_ = send_awaiter::state::done;
+      if (detail::executor_access::try_post(*w.executor_, w)) return;  // w may be running already
+      w.value_ = std::move(queue_.back());  // its executor is shutting down: the send never completes
+      queue_.pop_back();
+    }
+  }
+
+  void unlink(send_awaiter& w) noexcept {
+    (w.prev_ != nullptr ? w.prev_->next_ : head_) = w.next_;
+    (w.next_ != nullptr ? w.next_->prev_ : tail_) = w.prev_;
+    w.prev_ = w.next_ = nullptr;
+  }
+
+  // A waiter's frame is destroyed before it resumed. If it is still linked, nobody has posted it and,
+  // holding the mutex, nobody can; if it was posted, its executor discards the node.
+  void abandon(send_awaiter& w) noexcept {
+    std::lock_guard lock(mutex_);
+    if (w.state_ == send_awaiter::state::queued) unlink(w);
+    w.state_ = send_awaiter::state::done;
+  }
+  void abandon(receive_awaiter& r) noexcept {
+    std::lock_guard lock(mutex_);
+    if (parked_ == &r) parked_ = nullptr;
+  }
+
+  executor& receiver_;
+  const std::size_t capacity_;
+  std::mutex mutex_;
+  std::deque<T> queue_;             // accepted values, oldest first; at most capacity_
+  send_awaiter* head_ = nullptr;    // blocked senders, oldest first; only while queue_ is full
+  send_awaiter* tail_ = nullptr;
+  receive_awaiter* parked_ = nullptr;  // only while queue_ is empty
+  bool closed_ = false;
+};
+
+}  // namespace uring
