@@ -26,40 +26,21 @@ namespace uring {
 namespace detail {
 
 template <class... T>
-class [[nodiscard]] when_all_awaitable {
+class [[nodiscard]] when_all_awaitable : public fixed_group<false, T...> {
  public:
-  explicit when_all_awaitable(task<T>... tasks) : shared_(sizeof...(T)) {
-    make_children(std::index_sequence_for<T...>{}, std::move(tasks)...);
-  }
-  when_all_awaitable(const when_all_awaitable&) = delete;
+  using fixed_group<false, T...>::fixed_group;
 
-  bool await_ready() const noexcept { return false; }
-  template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> parent) {
-    return start_group(parent, shared_, children_, link_);
-  }
   std::tuple<when_value_t<T>...> await_resume() {
-    link_.reset();
-    std::size_t failed = shared_.first.load(std::memory_order_acquire);
-    if (failed != kNoChild) std::rethrow_exception(errors_[failed]);
+    std::size_t failed = this->finish();
+    if (failed != kNoChild) std::rethrow_exception(this->errors_[failed]);
     return take(std::index_sequence_for<T...>{});
   }
 
  private:
   template <std::size_t... I>
-  void make_children(std::index_sequence<I...>, task<T>... tasks) {
-    ((children_[I] = run_child(std::move(tasks), std::get<I>(slots_), errors_[I], shared_, I, false)), ...);
-  }
-  template <std::size_t... I>
   std::tuple<when_value_t<T>...> take(std::index_sequence<I...>) {
-    return std::tuple<when_value_t<T>...>(std::move(*std::get<I>(slots_))...);
+    return std::tuple<when_value_t<T>...>(std::move(*std::get<I>(this->slots_))...);
   }
-
-  when_shared shared_;
-  std::tuple<std::optional<when_value_t<T>>...> slots_;
-  std::array<std::exception_ptr, sizeof...(T)> errors_;
-  std::array<when_child, sizeof...(T)> children_;
-  parent_stop_link link_;
 };
 
 template <class T>

@@ -28,44 +28,24 @@ namespace uring {
 namespace detail {
 
 template <class... T>
-class [[nodiscard]] when_any_awaitable {
+class [[nodiscard]] when_any_awaitable : public fixed_group<true, T...> {
  public:
   using result_type = std::variant<when_value_t<T>...>;
+  using fixed_group<true, T...>::fixed_group;
 
-  explicit when_any_awaitable(task<T>... tasks) : shared_(sizeof...(T)) {
-    make_children(std::index_sequence_for<T...>{}, std::move(tasks)...);
-  }
-  when_any_awaitable(const when_any_awaitable&) = delete;
-
-  bool await_ready() const noexcept { return false; }
-  template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> parent) {
-    return start_group(parent, shared_, children_, link_);
-  }
   result_type await_resume() {
-    link_.reset();
-    std::size_t winner = shared_.first.load(std::memory_order_acquire);
-    if (errors_[winner]) std::rethrow_exception(errors_[winner]);
+    std::size_t winner = this->finish();
+    if (this->errors_[winner]) std::rethrow_exception(this->errors_[winner]);
     return take(winner, std::index_sequence_for<T...>{});
   }
 
  private:
   template <std::size_t... I>
-  void make_children(std::index_sequence<I...>, task<T>... tasks) {
-    ((children_[I] = run_child(std::move(tasks), std::get<I>(slots_), errors_[I], shared_, I, true)), ...);
-  }
-  template <std::size_t... I>
   result_type take(std::size_t winner, std::index_sequence<I...>) {
     std::optional<result_type> out;
-    ((I == winner ? (out.emplace(std::in_place_index<I>, std::move(*std::get<I>(slots_))), 0) : 0), ...);
+    ((I == winner ? (out.emplace(std::in_place_index<I>, std::move(*std::get<I>(this->slots_))), 0) : 0), ...);
     return std::move(*out);
   }
-
-  when_shared shared_;
-  std::tuple<std::optional<when_value_t<T>>...> slots_;
-  std::array<std::exception_ptr, sizeof...(T)> errors_;
-  std::array<when_child, sizeof...(T)> children_;
-  parent_stop_link link_;
 };
 
 }  // namespace detail

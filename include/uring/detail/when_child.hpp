@@ -9,6 +9,7 @@
 // stopping the group cancels every operation the children are waiting on.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include <limits>
 #include <optional>
 #include <stop_token>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -134,5 +136,42 @@ bool start_group(std::coroutine_handle<Promise> parent, when_shared& shared, Chi
   for (auto& child : children) child.start(shared);
   return shared.parent_should_suspend();
 }
+
+// A fixed set of children of any types: what when_all and when_any share. `FirstWins`: the first child
+// to finish claims the group (when_any); otherwise the first to fail does (when_all).
+template <bool FirstWins, class... T>
+class fixed_group {
+ public:
+  explicit fixed_group(task<T>... tasks) : shared_(sizeof...(T)) {
+    make_children(std::index_sequence_for<T...>{}, std::move(tasks)...);
+  }
+  fixed_group(const fixed_group&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    return start_group(parent, shared_, children_, link_);
+  }
+
+ protected:
+  // The child that claimed the group (kNoChild if none), once all have finished.
+  std::size_t finish() noexcept {
+    link_.reset();
+    return shared_.first.load(std::memory_order_acquire);
+  }
+
+  std::tuple<std::optional<when_value_t<T>>...> slots_;
+  std::array<std::exception_ptr, sizeof...(T)> errors_;
+
+ private:
+  template <std::size_t... I>
+  void make_children(std::index_sequence<I...>, task<T>... tasks) {
+    ((children_[I] = run_child(std::move(tasks), std::get<I>(slots_), errors_[I], shared_, I, FirstWins)), ...);
+  }
+
+  when_shared shared_;
+  std::array<when_child, sizeof...(T)> children_;
+  parent_stop_link link_;
+};
 
 }  // namespace uring::detail
