@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <stdexcept>
 #include <system_error>
 
 #include "backend.hpp"
@@ -101,7 +102,7 @@ class native_backend final : public backend {
       if (r.code <= op_code::write && r.link_timeout == nullptr) [[likely]] {
         if (free == 0) [[unlikely]] {
           ring_.sq.sqe_tail = tail;
-          flush_for_sqe_space();
+          flush_until_free(1);
           tail = ring_.sq.sqe_tail;
           free = sq_free(tail);
         }
@@ -176,7 +177,7 @@ class native_backend final : public backend {
   void prepare(operation& op) {
     const io_request& r = op.request;
     // A linked pair must not be split across two submits: the kernel would run the operation unlinked.
-    if (r.link_timeout != nullptr && io_uring_sq_space_left(&ring_) < 2) flush_for_sqe();
+    if (r.link_timeout != nullptr && sq_free(ring_.sq.sqe_tail) < 2) flush_until_free(2);
     io_uring_sqe* sqe = next_sqe();
     switch (r.code) {
       case op_code::nop:
@@ -226,29 +227,23 @@ class native_backend final : public backend {
 
   io_uring_sqe* next_sqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-    return sqe != nullptr ? sqe : flush_for_sqe();
+    if (sqe != nullptr) return sqe;
+    flush_until_free(1);
+    return io_uring_get_sqe(&ring_);
   }
 
   unsigned sq_free(unsigned tail) const noexcept {
     return ring_.sq.ring_entries - (tail - io_uring_smp_load_acquire(ring_.sq.khead));
   }
 
-  // Submits what is queued until the SQ has room again.
-  [[gnu::noinline]] void flush_for_sqe_space() {
+  // Submits what is queued until the SQ has `needed` free entries (a linked pair needs two, and must not
+  // be split across two submits). Takes no SQE itself.
+  [[gnu::noinline]] void flush_until_free(unsigned needed) {
+    if (needed > ring_.sq.ring_entries) throw std::length_error("io_uring: submission queue smaller than a linked pair");
     do {
       ++stats_.sq_full_flushes;
       enter(0);
-    } while (sq_free(ring_.sq.sqe_tail) == 0);
-  }
-
-  [[gnu::noinline]] io_uring_sqe* flush_for_sqe() {
-    io_uring_sqe* sqe = nullptr;
-    while (sqe == nullptr) {
-      ++stats_.sq_full_flushes;
-      enter(0);
-      sqe = io_uring_get_sqe(&ring_);
-    }
-    return sqe;
+    } while (sq_free(ring_.sq.sqe_tail) < needed);
   }
 
   // One io_uring_submit_and_wait; liburing skips the syscall when there is nothing to submit, nothing to

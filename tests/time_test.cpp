@@ -4,6 +4,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stop_token>
 #include <thread>
@@ -94,6 +95,32 @@ TEST_P(Time, WithTimeoutLetsAFastOperationThrough) {
     co_return got;
   }());
   EXPECT_EQ(n, 2u);
+}
+
+// Linked pairs (operation + linked timeout) through an 8-entry SQ: a pair must never be split across two
+// submits, and making room for one must not waste or corrupt an SQE. Every operation completes once.
+TEST_P(Time, ManyLinkedTimeoutsThroughATinySubmissionQueue) {
+  uring::executor_options opts = options();
+  opts.sq_entries = 8;
+  opts.cq_entries = 16;
+  uring::executor ex(opts);
+  const long total = uring::test::scaled(5'000);
+  std::vector<int> seen(static_cast<std::size_t>(total), 0);
+  long done = 0, failed = 0;
+  ex.run([&]() -> task<void> {
+    for (long i = 0; i < total; ++i) {
+      uring::spawn([](int& slot, long& count, long& errors) -> task<void> {
+        auto r = co_await uring::with_timeout(uring::nop(), std::chrono::seconds(10)).nothrow();
+        if (!r) ++errors;
+        ++slot;
+        ++count;
+      }(seen[static_cast<std::size_t>(i)], done, failed));
+    }
+    while (done < total) co_await uring::nop();
+  }());
+  EXPECT_EQ(done, total);
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), total);  // each exactly once
 }
 
 TEST_P(Time, WithTimeoutNothrowYieldsMinusEtimedout) {
