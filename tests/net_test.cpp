@@ -1,6 +1,7 @@
 // Sockets over the ring, on every backend: addresses, TCP and unix streams, multishot accept, UDP, errors,
 // timeouts, cancellation, and no fd left behind.
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -549,6 +550,39 @@ TEST_P(Net, ReusePortListenersShareAPort) {
   auto a = tcp_listener::bind(loopback(), shared);
   auto b = tcp_listener::bind(a.local_address(), shared);
   EXPECT_EQ(a.local_address(), b.local_address());
+}
+
+// A unix-domain connect to a listener whose queue is full waits (it does not fail with EAGAIN as a
+// non-blocking connect(2) would), and completes once the listener accepts.
+TEST_P(Net, UnixConnectToAFullQueueWaitsUntilAccepted) {
+  std::string name = "unix:@uring_net_full_" + std::to_string(::getpid());
+  uring::net::listen_options tiny;
+  tiny.backlog = 0;
+  auto l = uring::net::unix_listener::bind(address::parse(name), tiny);
+  run([](const uring::net::unix_listener& l) -> task<void> {
+    auto first = co_await tcp_stream::connect_to(l.local_address());  // fills the queue
+    auto second = tcp_stream::open(AF_UNIX);
+    auto r = co_await uring::with_timeout(second.connect(l.local_address()), 50ms).nothrow();
+    EXPECT_EQ(r.res, -ETIMEDOUT);
+    auto third = tcp_stream::open(AF_UNIX);
+    auto accept_later = [](const uring::net::unix_listener* l) -> task<void> {
+      for (int i = 0; i < 3; ++i) co_await uring::nop();
+      tcp_stream s = co_await l->accept();
+    };
+    uring::spawn(accept_later(&l));
+    co_await uring::with_timeout(third.connect(l.local_address()), 5s);
+  }(l));
+}
+
+// The emulation switches a blocking socket to non-blocking only for the accept or connect call itself.
+TEST_P(Net, SocketsStayBlocking) {
+  auto l = tcp_listener::bind(loopback());
+  run([](const tcp_listener& l) -> task<void> {
+    auto client = tcp_stream::open(AF_INET);
+    co_await client.connect(l.local_address());
+    tcp_stream server = co_await l.accept();
+    for (int fd : {l.fd(), client.fd(), server.fd()}) EXPECT_EQ(::fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+  }(l));
 }
 
 INSTANTIATE_BACKENDS(Net);

@@ -124,6 +124,9 @@ class [[nodiscard]] io_awaitable : private operation {
     if constexpr (std::is_same_v<Payload, timer_payload>) {
       if (r == -ETIME) r = 0;  // a sleep that ran its course
     }
+    // An operation cancelled while it blocked in an io-wq worker (a unix-domain connect to a full queue)
+    // says EINTR, the worker's interrupted syscall: report the cancel as such.
+    if (r == -EINTR && (is_linked<Payload> || token_.stop_requested())) [[unlikely]] r = -ECANCELED;
     if constexpr (is_linked<Payload>) {
       if (r == -ECANCELED && !token_.stop_requested()) r = -ETIMEDOUT;  // its linked timeout fired
     }
