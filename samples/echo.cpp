@@ -6,9 +6,9 @@
 // Each of the --threads executors runs on its own thread with its own SO_REUSEPORT listener on the same
 // port (the kernel spreads connections among them) and one multishot accept. `--port 0` binds a free
 // port; the first line on stdout says which ("uring-echo: listening on 127.0.0.1:PORT ..."). A connection
-// idle for --idle-timeout seconds (default 60; 0: never) is closed. SIGTERM or SIGINT (read from a
-// signalfd) drains: every executor stops accepting, lets the echoes in progress finish, closes its
-// connections, and the program exits 0.
+// idle for --idle-timeout seconds (default 60; 0: never), reading or writing, is closed. SIGTERM or
+// SIGINT (read from a signalfd) drains: every executor stops accepting, lets the echoes in progress
+// finish, closes its connections, and the program exits 0.
 #include <pthread.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -140,7 +140,9 @@ task<void> serve_connection(tcp_stream s, worker* w, std::chrono::milliseconds i
       uring::io_result r = idle.count() > 0 ? co_await uring::with_timeout(std::move(read), idle)
                                             : co_await std::move(read);
       if (r.res <= 0) break;
-      co_await s.write_all(std::span(buf.data(), static_cast<std::size_t>(r.res)));
+      // A peer that stops reading is idle too: the write gets the same limit.
+      co_await s.write_all(std::span(buf.data(), static_cast<std::size_t>(r.res)),
+                           idle.count() > 0 ? idle : uring::net::no_timeout);
     }
   } catch (const std::system_error&) {
     // The peer went away in the middle of an echo: nothing to tell it.

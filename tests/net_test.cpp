@@ -17,6 +17,7 @@
 #include <stop_token>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <uring/uring.hpp>
@@ -363,6 +364,27 @@ TEST_P(Net, CloseOfAListenerEndsItsAcceptStream) {
     co_return std::error_code();
   }(&l));
   EXPECT_EQ(code, std::errc::operation_canceled);
+}
+
+// A stop request from another thread reaches the multishot accept through the owner's mailbox, whenever
+// it comes (before the request is armed, or while it waits).
+TEST_P(Net, AcceptStreamNextFollowsAStopTokenFromAnotherThread) {
+  auto l = tcp_listener::bind(loopback());
+  for (int round = 0; round < 20; ++round) {
+    std::stop_source stop;
+    std::thread stopper([&] { stop.request_stop(); });
+    auto code = run([](const tcp_listener& l, std::stop_token t) -> task<std::error_code> {
+      auto connections = l.accept_all();
+      try {
+        (void)co_await connections.next(t);
+      } catch (const std::system_error& e) {
+        co_return e.code();
+      }
+      co_return std::error_code();
+    }(l, stop.get_token()));
+    stopper.join();
+    EXPECT_EQ(code, std::errc::operation_canceled);
+  }
 }
 
 TEST_P(Net, AcceptStreamTakesAThousandConnections) {

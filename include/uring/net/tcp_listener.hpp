@@ -29,7 +29,8 @@ class tcp_listener : public socket {
 
   static tcp_listener bind(const address& local, const listen_options& opts = {});
 
-  // One connection (IORING_OP_ACCEPT). The new socket is blocking and close-on-exec.
+  // One connection (IORING_OP_ACCEPT). The new socket is blocking and close-on-exec. The nothrow form
+  // yields the new fd in io_result::res: wrap it in a tcp_stream to own it.
   [[nodiscard]] detail::io_awaitable<tcp_stream> accept() const noexcept {
     return {"accept", {.code = detail::op_code::accept, .fd = fd(), .op_flags = SOCK_CLOEXEC}};
   }
