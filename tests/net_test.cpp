@@ -428,6 +428,12 @@ TEST_P(Net, AcceptStreamRearmsAfterTheRequestEnds) {
   auto codes = run([](const tcp_listener& l, rlimit old) -> task<std::vector<std::string>> {
     std::vector<std::string> seen;
     auto connections = l.accept_all();
+    // While the limit is tight nothing may check a type for the first time: UBSan's first check of each
+    // (class, vptr) makes a pipe, which fails with EMFILE then. So the loop turns once and the awaitable
+    // is made before, and the limit is restored before the exception is looked at.
+    co_await uring::nop();
+    auto first = connections.next();
+    std::string warm = std::system_error(EMFILE, std::system_category(), "warm up").what();
     // The lowest free fd number becomes the limit: no fd is left to accept into.
     int probe = ::dup(0);
     ::close(probe);
@@ -435,9 +441,10 @@ TEST_P(Net, AcceptStreamRearmsAfterTheRequestEnds) {
     tight.rlim_cur = static_cast<rlim_t>(probe);
     ::setrlimit(RLIMIT_NOFILE, &tight);
     try {
-      (void)co_await connections.next();
+      (void)co_await std::move(first);
       seen.push_back("accepted");
     } catch (const std::system_error& e) {
+      ::setrlimit(RLIMIT_NOFILE, &old);
       seen.push_back(e.what());
     }
     ::setrlimit(RLIMIT_NOFILE, &old);
