@@ -180,17 +180,17 @@ class Net : public uring::test::backend_test {
 };
 
 TEST_P(Net, TcpEchoRoundTrip) {
-  auto l = tcp_listener::bind(loopback());
-  ASSERT_NE(l.local_address().port(), 0);
+  auto listener = tcp_listener::bind(loopback());
+  ASSERT_NE(listener.local_address().port(), 0);
   std::string back = run([](const tcp_listener& l) -> task<std::string> {
     uring::spawn(echo_server(l, 1));
     co_return co_await echo_client(l.local_address(), "hello, ring");
-  }(l));
+  }(listener));
   EXPECT_EQ(back, "hello, ring");
 }
 
 TEST_P(Net, SingleAcceptAndPeerAddresses) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   run([](const tcp_listener& l) -> task<void> {
     auto accept_one = [](const tcp_listener* l) -> task<tcp_stream> { co_return co_await l->accept(); };
     auto [server_side, client_side] =
@@ -204,13 +204,13 @@ TEST_P(Net, SingleAcceptAndPeerAddresses) {
     co_await server_side.close();
     co_await client_side.close();
     EXPECT_FALSE(server_side.is_open());
-  }(l));
+  }(listener));
 }
 
 TEST_P(Net, RefusedConnectNamesTheOperation) {
   address gone = [] {
-    auto l = tcp_listener::bind(loopback());
-    return l.local_address();  // closed when l goes: nobody listens there any more
+    auto listener = tcp_listener::bind(loopback());
+    return listener.local_address();  // closed when it goes: nobody listens there any more
   }();
   std::string what;
   auto code = error_of([&] { run(tcp_stream::connect_to(gone)); }, &what);
@@ -219,7 +219,7 @@ TEST_P(Net, RefusedConnectNamesTheOperation) {
 }
 
 TEST_P(Net, ResetPeerFailsTheReadWithEconnreset) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   auto r = run([](const tcp_listener& l) -> task<uring::io_result> {
     tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
     tcp_stream server = co_await l.accept();
@@ -228,12 +228,12 @@ TEST_P(Net, ResetPeerFailsTheReadWithEconnreset) {
     co_await server.close();
     char buf[8];
     co_return co_await client.read_some(buf).nothrow();
-  }(l));
+  }(listener));
   EXPECT_EQ(r.res, -ECONNRESET);
 }
 
 TEST_P(Net, PeerShutdownReadsAsEndOfStream) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   run([](const tcp_listener& l) -> task<void> {
     tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
     tcp_stream server = co_await l.accept();
@@ -254,11 +254,11 @@ TEST_P(Net, PeerShutdownReadsAsEndOfStream) {
       what = e.what();
     }
     EXPECT_EQ(what, "read_exactly: end of stream after 2 of 4 bytes: No data available");
-  }(l));
+  }(listener));
 }
 
 TEST_P(Net, ReadsTimeOut) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   run([](const tcp_listener& l) -> task<void> {
     tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
     tcp_stream server = co_await l.accept();
@@ -276,14 +276,14 @@ TEST_P(Net, ReadsTimeOut) {
     co_await client.write_all(std::string_view("late"));
     co_await server.read_exactly(std::span(buf, 4), 5s);
     EXPECT_EQ(std::string(buf, 4), "late");
-  }(l));
+  }(listener));
 }
 
 // A listener that never accepts and has a full queue drops further SYNs: connect waits, and times out.
 TEST_P(Net, ConnectTimesOut) {
   uring::net::listen_options tiny;
   tiny.backlog = 0;
-  auto l = tcp_listener::bind(loopback(), tiny);
+  auto listener = tcp_listener::bind(loopback(), tiny);
   auto result = run([](address to) -> task<std::pair<int, int>> {
     std::vector<tcp_stream> queued;
     for (int i = 0; i < 16; ++i) {
@@ -302,13 +302,13 @@ TEST_P(Net, ConnectTimesOut) {
       queued.push_back(std::move(s));
     }
     co_return std::pair{-1, 0};
-  }(l.local_address()));
+  }(listener.local_address()));
   EXPECT_GE(result.first, 0) << "every connect completed: the accept queue never filled";
   EXPECT_EQ(result.second, ETIMEDOUT);
 }
 
 TEST_P(Net, StopTokenCancelsAReadFromAnotherCoroutine) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   auto r = run([](const tcp_listener& l) -> task<uring::io_result> {
     tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
     tcp_stream server = co_await l.accept();
@@ -320,12 +320,12 @@ TEST_P(Net, StopTokenCancelsAReadFromAnotherCoroutine) {
     uring::spawn(stopper(&stop));
     char buf[8];
     co_return co_await uring::with_stop_token(server.read_some(buf), stop.get_token()).nothrow();
-  }(l));
+  }(listener));
   EXPECT_EQ(r.res, -ECANCELED);
 }
 
 TEST_P(Net, CloseCancelsTheSocketsOperationsInFlight) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   auto results = run([](const tcp_listener& l) -> task<std::vector<int>> {
     tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
     tcp_stream server = co_await l.accept();
@@ -343,12 +343,12 @@ TEST_P(Net, CloseCancelsTheSocketsOperationsInFlight) {
     char buf[8];
     EXPECT_EQ(co_await uring::with_timeout(client.read_some(buf), 5s), 0u);
     co_return results;
-  }(l));
+  }(listener));
   EXPECT_EQ(results, (std::vector<int>{-ECANCELED, -ECANCELED}));
 }
 
 TEST_P(Net, CloseOfAListenerEndsItsAcceptStream) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   auto code = run([](tcp_listener* l) -> task<std::error_code> {
     auto connections = l->accept_all();
     auto closer = [](tcp_listener* l) -> task<void> {
@@ -362,14 +362,14 @@ TEST_P(Net, CloseOfAListenerEndsItsAcceptStream) {
       co_return e.code();
     }
     co_return std::error_code();
-  }(&l));
+  }(&listener));
   EXPECT_EQ(code, std::errc::operation_canceled);
 }
 
 // A stop request from another thread reaches the multishot accept through the owner's mailbox, whenever
 // it comes (before the request is armed, or while it waits).
 TEST_P(Net, AcceptStreamNextFollowsAStopTokenFromAnotherThread) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   for (int round = 0; round < 20; ++round) {
     std::stop_source stop;
     std::thread stopper([&] { stop.request_stop(); });
@@ -381,7 +381,7 @@ TEST_P(Net, AcceptStreamNextFollowsAStopTokenFromAnotherThread) {
         co_return e.code();
       }
       co_return std::error_code();
-    }(l, stop.get_token()));
+    }(listener, stop.get_token()));
     stopper.join();
     EXPECT_EQ(code, std::errc::operation_canceled);
   }
@@ -390,8 +390,8 @@ TEST_P(Net, AcceptStreamNextFollowsAStopTokenFromAnotherThread) {
 TEST_P(Net, AcceptStreamTakesAThousandConnections) {
   nofile_limit limit(4096);
   if (!limit.enough()) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below 4096";
-  const int count = 1000;
-  auto l = tcp_listener::bind(loopback());
+  const int kCount = 1000;
+  auto listener = tcp_listener::bind(loopback());
   auto [accepted, connected] = run([](const tcp_listener& l, int count) -> task<std::pair<std::set<int>, std::set<int>>> {
     std::set<int> accepted_ports, connected_ports;
     std::vector<tcp_stream> keep;
@@ -411,17 +411,17 @@ TEST_P(Net, AcceptStreamTakesAThousandConnections) {
     }
     while (static_cast<int>(keep.size()) < count) co_await uring::nop();
     co_return std::pair{accepted_ports, connected_ports};
-  }(l, count));
-  EXPECT_EQ(accepted.size(), static_cast<std::size_t>(count));
+  }(listener, kCount));
+  EXPECT_EQ(accepted.size(), static_cast<std::size_t>(kCount));
   EXPECT_EQ(accepted, connected);
 }
 
 // Without a free fd the multishot accept ends with EMFILE (a completion without IORING_CQE_F_MORE); next()
 // throws it, and the next call re-arms and takes the connection that waited in the backlog.
 TEST_P(Net, AcceptStreamRearmsAfterTheRequestEnds) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   uring::test::unique_fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  address to = l.local_address();
+  address to = listener.local_address();
   ASSERT_EQ(::connect(client.get(), to.data(), to.size()), 0);  // waits in the backlog
   rlimit old{};
   ::getrlimit(RLIMIT_NOFILE, &old);
@@ -451,7 +451,7 @@ TEST_P(Net, AcceptStreamRearmsAfterTheRequestEnds) {
     tcp_stream s = co_await connections.next();
     seen.push_back(s.is_open() ? "re-armed" : "closed");
     co_return seen;
-  }(l, old));
+  }(listener, old));
   ::setrlimit(RLIMIT_NOFILE, &old);
   ASSERT_EQ(codes.size(), 2u);
   EXPECT_EQ(codes[0], "accept: Too many open files");
@@ -459,7 +459,7 @@ TEST_P(Net, AcceptStreamRearmsAfterTheRequestEnds) {
 }
 
 TEST_P(Net, AcceptStreamDestroyedWithConnectionsWaitingClosesThem) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   run([](const tcp_listener& l) -> task<void> {
     std::vector<tcp_stream> clients;
     {
@@ -474,11 +474,11 @@ TEST_P(Net, AcceptStreamDestroyedWithConnectionsWaitingClosesThem) {
       char buf[4];
       EXPECT_EQ(co_await uring::with_timeout(c.read_some(buf), 5s), 0u);
     }
-  }(l));
+  }(listener));
 }
 
 TEST_P(Net, ExecutorShutdownWithAnArmedAcceptStreamLeaksNothing) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   {
     uring::executor ex(options());
     auto server = [](const tcp_listener* l) -> task<void> {
@@ -493,15 +493,15 @@ TEST_P(Net, ExecutorShutdownWithAnArmedAcceptStreamLeaksNothing) {
       address to = l->local_address();
       ::connect(c.get(), to.data(), to.size());
       for (int i = 0; i < 3; ++i) co_await uring::nop();
-    }(&l, server));
+    }(&listener, server));
   }
 }
 
 TEST_P(Net, AThousandConcurrentEchoClientsByteExact) {
   nofile_limit limit(4096);
   if (!limit.enough()) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below 4096";
-  const int count = 1000;
-  auto l = tcp_listener::bind(loopback());
+  const int kCount = 1000;
+  auto listener = tcp_listener::bind(loopback());
   int exact = run([](const tcp_listener& l, int count) -> task<int> {
     uring::spawn(echo_server(l, count));
     int ok = 0, finished = 0;
@@ -514,17 +514,17 @@ TEST_P(Net, AThousandConcurrentEchoClientsByteExact) {
     for (int i = 0; i < count; ++i) uring::spawn(client(l.local_address(), static_cast<unsigned>(i), &ok, &finished));
     while (finished < count) co_await uring::sleep_for(1ms);
     co_return ok;
-  }(l, count));
-  EXPECT_EQ(exact, count);
+  }(listener, kCount));
+  EXPECT_EQ(exact, kCount);
 }
 
 TEST_P(Net, LargeWriteAllLoopsOnShortWrites) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   std::string payload = pattern(8 << 20, 3);
   std::string back = run([](const tcp_listener& l, const std::string* payload) -> task<std::string> {
     uring::spawn(echo_server(l, 1));
     co_return co_await echo_client(l.local_address(), *payload);
-  }(l, &payload));
+  }(listener, &payload));
   EXPECT_EQ(back.size(), payload.size());
   EXPECT_TRUE(back == payload);
 }
@@ -533,12 +533,12 @@ TEST_P(Net, UnixStreamsEchoOnPathsAndAbstractNames) {
   std::string path = "/tmp/uring_net_test_" + std::to_string(::getpid()) + ".sock";
   ::unlink(path.c_str());
   for (const std::string& where : {"unix:" + path, "unix:@uring_net_test_" + std::to_string(::getpid())}) {
-    auto l = uring::net::unix_listener::bind(address::parse(where));
-    EXPECT_EQ(l.local_address().to_string(), where);
+    auto listener = uring::net::unix_listener::bind(address::parse(where));
+    EXPECT_EQ(listener.local_address().to_string(), where);
     std::string back = run([](const uring::net::unix_listener& l) -> task<std::string> {
       uring::spawn(echo_server(l, 1));
       co_return co_await echo_client(l.local_address(), pattern(100000, 1));
-    }(l));
+    }(listener));
     EXPECT_TRUE(back == pattern(100000, 1));
   }
   ::unlink(path.c_str());
@@ -564,13 +564,13 @@ TEST_P(Net, UdpSendToAndRecvFrom) {
 }
 
 TEST_P(Net, BindErrorsNameTheCallAndTheAddress) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   uring::net::listen_options no_reuse;
   no_reuse.reuse_address = false;
   std::string what;
-  auto code = error_of([&] { (void)tcp_listener::bind(l.local_address(), no_reuse); }, &what);
+  auto code = error_of([&] { (void)tcp_listener::bind(listener.local_address(), no_reuse); }, &what);
   EXPECT_EQ(code, std::errc::address_in_use);
-  EXPECT_EQ(what, "bind " + l.local_address().to_string() + ": Address already in use");
+  EXPECT_EQ(what, "bind " + listener.local_address().to_string() + ": Address already in use");
 }
 
 TEST_P(Net, ReusePortListenersShareAPort) {
@@ -587,7 +587,7 @@ TEST_P(Net, UnixConnectToAFullQueueWaitsUntilAccepted) {
   std::string name = "unix:@uring_net_full_" + std::to_string(::getpid());
   uring::net::listen_options tiny;
   tiny.backlog = 0;
-  auto l = uring::net::unix_listener::bind(address::parse(name), tiny);
+  auto listener = uring::net::unix_listener::bind(address::parse(name), tiny);
   run([](const uring::net::unix_listener& l) -> task<void> {
     auto first = co_await tcp_stream::connect_to(l.local_address());  // fills the queue
     auto second = tcp_stream::open(AF_UNIX);
@@ -600,18 +600,18 @@ TEST_P(Net, UnixConnectToAFullQueueWaitsUntilAccepted) {
     };
     uring::spawn(accept_later(&l));
     co_await uring::with_timeout(third.connect(l.local_address()), 5s);
-  }(l));
+  }(listener));
 }
 
 // The emulation switches a blocking socket to non-blocking only for the accept or connect call itself.
 TEST_P(Net, SocketsStayBlocking) {
-  auto l = tcp_listener::bind(loopback());
+  auto listener = tcp_listener::bind(loopback());
   run([](const tcp_listener& l) -> task<void> {
     auto client = tcp_stream::open(AF_INET);
     co_await client.connect(l.local_address());
     tcp_stream server = co_await l.accept();
     for (int fd : {l.fd(), client.fd(), server.fd()}) EXPECT_EQ(::fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
-  }(l));
+  }(listener));
 }
 
 INSTANTIATE_BACKENDS(Net);

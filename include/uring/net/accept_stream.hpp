@@ -41,6 +41,9 @@ class accept_stream {
    public:
     next_awaitable(std::shared_ptr<detail::accept_state> s, std::stop_token t) noexcept
         : state_(std::move(s)), token_(std::move(t)) {}
+    // Movable until it is awaited (g++ may move it into the coroutine frame).
+    next_awaitable(next_awaitable&& o) noexcept : state_(std::move(o.state_)), token_(std::move(o.token_)) {}
+    next_awaitable& operator=(next_awaitable&&) = delete;
     bool await_ready() const noexcept;
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> h) {
