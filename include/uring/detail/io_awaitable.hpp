@@ -119,15 +119,19 @@ class [[nodiscard]] io_awaitable : private operation {
   }
 
   auto await_resume() {
-    if (cancel_) [[unlikely]] finish_cancellation();
+    // An operation cancelled while it blocked in an io-wq worker (a unix-domain connect to a full queue)
+    // says EINTR, the worker's interrupted syscall: report the cancel as such. Only operations that can
+    // be cancelled look (plain ones pay nothing).
+    if (cancel_) [[unlikely]] {
+      finish_cancellation();
+      if (res == -EINTR && token_.stop_requested()) res = -ECANCELED;
+    }
     std::int32_t r = res;
     if constexpr (std::is_same_v<Payload, timer_payload>) {
       if (r == -ETIME) r = 0;  // a sleep that ran its course
     }
-    // An operation cancelled while it blocked in an io-wq worker (a unix-domain connect to a full queue)
-    // says EINTR, the worker's interrupted syscall: report the cancel as such.
-    if (r == -EINTR && (is_linked<Payload> || token_.stop_requested())) [[unlikely]] r = -ECANCELED;
     if constexpr (is_linked<Payload>) {
+      if (r == -EINTR) r = -ECANCELED;
       if (r == -ECANCELED && !token_.stop_requested()) r = -ETIMEDOUT;  // its linked timeout fired
     }
     if constexpr (!Throw) {
