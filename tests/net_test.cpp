@@ -387,6 +387,23 @@ TEST_P(Net, AcceptStreamNextFollowsAStopTokenFromAnotherThread) {
   }
 }
 
+// A time limit on next(): race it against a sleep; the loser's stop token cancels the accept, and the
+// stream takes the next connection afterwards.
+TEST_P(Net, AcceptStreamNextRacesASleepWithWhenAny) {
+  auto listener = tcp_listener::bind(loopback());
+  auto winner = run([](const tcp_listener& l) -> task<std::size_t> {
+    auto connections = l.accept_all();
+    auto take = [](uring::net::accept_stream* c) -> task<void> { (void)co_await c->next(); };
+    auto sleep = []() -> task<void> { co_await uring::sleep_for(20ms); };
+    auto first = co_await uring::when_any(take(&connections), sleep());  // the loser saw ECANCELED
+    auto client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream s = co_await connections.next();
+    EXPECT_EQ(s.peer_address(), client.local_address());
+    co_return first.index();
+  }(listener));
+  EXPECT_EQ(winner, 1u);
+}
+
 TEST_P(Net, AcceptStreamTakesAThousandConnections) {
   nofile_limit limit(4096);
   if (!limit.enough()) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below 4096";

@@ -13,6 +13,8 @@
 //
 // The request is armed by the first next(), not before. cancel(), a stop request, or destroying the
 // stream ends it: a waiting next() throws ECANCELED, and connections accepted but not taken are closed.
+// next() has no timeout of its own: for a time limit, race it against uring::sleep_for with when_any
+// (the loser's stop token cancels the accept; the stream re-arms on the following next()).
 #pragma once
 
 #include <coroutine>
