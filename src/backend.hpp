@@ -49,6 +49,17 @@ class backend {
   // This ring's fd for other rings' messages, or -1 (emulated).
   [[nodiscard]] virtual int ring_fd() const noexcept = 0;
 
+  // The ring's one eventfd slot: 0 or -errno (-EBUSY when taken, -EBADF, -EINVAL for a non-eventfd).
+  // The eventfd is signalled when completions are posted (with async_only: only those finished in an
+  // io-wq worker, or what the emulation does in its place).
+  virtual int register_eventfd(int fd, bool async_only) = 0;
+  virtual int unregister_eventfd() = 0;
+  // Stops (false) or resumes (true) the registered eventfd's signals, as io_uring_cq_eventfd_toggle.
+  virtual int enable_eventfd(bool on) = 0;
+  // For a foreign loop: the fd it should watch so that it wakes whenever this backend may have work,
+  // given `notify`, the executor's eventfd, already registered in the slot.
+  virtual int foreign_watch_fd(int notify) = 0;
+
   [[nodiscard]] virtual bool registered_ring() const noexcept = 0;
   [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -135,6 +136,29 @@ struct executor::impl {
   void wake() noexcept {
     std::uint64_t one = 1;
     (void)!::write(wake_fd, &one, sizeof one);
+    if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);  // a foreign loop may drive us
+  }
+
+  static void signal(int fd) noexcept {
+    std::uint64_t one = 1;
+    (void)!::write(fd, &one, sizeof one);
+  }
+
+  // The ring's one eventfd slot: who holds it (0: nobody), for EBUSY messages and stale unregisters.
+  std::uint64_t eventfd_id = 0;
+  std::uint64_t last_eventfd_id = 0;
+  int eventfd_fd = -1;
+  // notify_fd(): our own eventfd in the slot (written by posters too), and the fd the foreign loop
+  // watches (the same fd natively, the emulation's epoll fd otherwise). -1 until asked for.
+  std::atomic<int> notify_fd{-1};
+  int foreign_fd = -1;
+
+  [[noreturn]] void slot_busy(const char* what) const {
+    std::string holder = eventfd_fd == notify_fd.load(std::memory_order_relaxed)
+                             ? "notify_fd() (fd " + std::to_string(eventfd_fd) + ")"
+                             : "a registration of eventfd " + std::to_string(eventfd_fd);
+    throw std::system_error(EBUSY, std::system_category(),
+                            std::string(what) + ": the ring's one eventfd slot is held by " + holder);
   }
 
   void check_owner(const char* what) const {
@@ -283,8 +307,9 @@ executor::~executor() {
   impl_->refuse_posts();
   if (!impl_->quiesced_final) impl_->quiesce();
   impl_->release_frames();
-  impl_->backend.reset();
+  impl_->backend.reset();  // the ring's exit drops its eventfd registration
   ::close(impl_->wake_fd);
+  if (int n = impl_->notify_fd.load(std::memory_order_relaxed); n >= 0) ::close(n);
 }
 
 void executor::stop() noexcept {
@@ -306,14 +331,55 @@ std::size_t executor::poll() {
   std::size_t before = im.stats.cqes + im.resumed;
   im.run_remote();
   im.run_ready();
+  const int notify = im.notify_fd.load(std::memory_order_relaxed);
+  if (notify >= 0) {
+    std::uint64_t v;
+    (void)!::read(notify, &v, sizeof v);  // cleared first: whatever comes after this sets it again
+  }
+  im.run_remote();
+  im.run_ready();
   im.backend->submit(queue_.take_all(), false);
+  const std::uint64_t reaped = im.stats.cqes;
   im.reap_and_complete();
   im.run_ready();
+  // What the resumed coroutines started goes to the kernel now, not at the next poll, which might never
+  // come: operations, and the messages and cancels that the backend queued directly.
+  im.backend->submit(queue_.take_all(), false);
   if (im.failure) {
     im.shutdown();
     std::rethrow_exception(std::exchange(im.failure, nullptr));
   }
+  // Work left for the next turn keeps the fd readable: coroutines made ready, posts. With DEFER_TASKRUN the kernel signals only when its deferred list goes
+  // from empty to non-empty (and may leave part of a long list for a later enter), so after reaping
+  // anything look once more rather than strand the rest.
+  if (notify >= 0 && (!im.ready.empty() || !im.remote.empty() ||
+                      (im.stats.cqes != reaped && any(im.backend->active_flags() & ring_flags::defer_taskrun)))) {
+    impl::signal(notify);
+  }
   return im.stats.cqes + im.resumed - before;
+}
+
+int executor::notify_fd() {
+  impl& im = *impl_;
+  im.check_owner("executor::notify_fd");
+  if (im.foreign_fd >= 0) return im.foreign_fd;
+  if (!im.backend) throw std::logic_error("executor::notify_fd: the executor's ring failed earlier and was closed");
+  if (im.eventfd_id != 0) im.slot_busy("executor::notify_fd");
+  int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "executor::notify_fd: eventfd");
+  int r = im.backend->register_eventfd(fd, false);
+  int watch = r < 0 ? r : im.backend->foreign_watch_fd(fd);
+  if (watch < 0) {
+    if (r == 0) im.backend->unregister_eventfd();
+    ::close(fd);
+    throw std::system_error(-watch, std::system_category(), "executor::notify_fd: registering its eventfd");
+  }
+  im.eventfd_id = ++im.last_eventfd_id;
+  im.eventfd_fd = fd;
+  im.foreign_fd = watch;
+  im.notify_fd.store(fd, std::memory_order_release);
+  impl::signal(fd);  // work may be pending already: the loop's first poll() finds it
+  return watch;
 }
 
 const executor_stats& executor::stats() const noexcept { return impl_->stats; }
@@ -464,6 +530,46 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
     return true;
   }
   return try_post(to, node);
+}
+
+bool executor_access::on_owner_thread(const executor& ex) noexcept {
+  return std::this_thread::get_id() == ex.impl_->owner;
+}
+
+std::uint64_t executor_access::eventfd_register(executor& ex, int fd, eventfd_options opts) {
+  auto& im = *ex.impl_;
+  auto what = [fd] { return "register_eventfd(fd " + std::to_string(fd) + ")"; };  // built only on failure
+  if (!im.backend) throw std::logic_error(what() + ": the executor's ring failed earlier and was closed");
+  if (im.eventfd_id != 0) im.slot_busy(what().c_str());
+  if (int r = im.backend->register_eventfd(fd, opts.async_only); r < 0) {
+    const char* why = r == -EBADF  ? ": not an open file descriptor"
+                      : r == -EINVAL ? ": not an eventfd"
+                                     : "";
+    throw std::system_error(-r, std::system_category(), what() + why);
+  }
+  im.eventfd_id = ++im.last_eventfd_id;
+  im.eventfd_fd = fd;
+  return im.eventfd_id;
+}
+
+void executor_access::eventfd_unregister(executor& ex, std::uint64_t id) {
+  auto& im = *ex.impl_;
+  if (id == 0 || id != im.eventfd_id || !im.backend) return;  // already gone, or the slot changed hands
+  im.eventfd_id = 0;
+  im.eventfd_fd = -1;
+  if (int r = im.backend->unregister_eventfd(); r < 0 && r != -ENXIO) {
+    throw std::system_error(-r, std::system_category(), "unregister_eventfd");
+  }
+}
+
+void executor_access::eventfd_enable(executor& ex, std::uint64_t id, bool on) {
+  auto& im = *ex.impl_;
+  if (id == 0 || id != im.eventfd_id || !im.backend) {
+    throw std::system_error(ENXIO, std::system_category(), "eventfd_registration::enable: not registered");
+  }
+  if (int r = im.backend->enable_eventfd(on); r < 0) {
+    throw std::system_error(-r, std::system_category(), "eventfd_registration::enable (io_uring_cq_eventfd_toggle)");
+  }
 }
 
 void executor_access::defer_frame_release(executor& ex) noexcept { ex.impl_->defer_release = true; }

@@ -154,6 +154,15 @@ class native_backend final : public backend {
   }
   int ring_fd() const noexcept override { return ring_.ring_fd; }
 
+  int register_eventfd(int fd, bool async_only) override {
+    return async_only ? io_uring_register_eventfd_async(&ring_, fd) : io_uring_register_eventfd(&ring_, fd);
+  }
+  int unregister_eventfd() override { return io_uring_unregister_eventfd(&ring_); }
+  int enable_eventfd(bool on) override { return io_uring_cq_eventfd_toggle(&ring_, on); }
+  // The kernel signals the registered eventfd itself: the loop watches it directly. With DEFER_TASKRUN
+  // it signals when deferred work is queued, and the executor's poll() asks for those events.
+  int foreign_watch_fd(int notify) override { return notify; }
+
   bool registered_ring() const noexcept override { return registered_; }
   ring_flags active_flags() const noexcept override { return active_; }
   ring_flags dropped_flags() const noexcept override { return dropped_; }

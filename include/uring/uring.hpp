@@ -6,6 +6,8 @@
 #include "uring/buffer.hpp"
 #include "uring/channel.hpp"
 #include "uring/error.hpp"
+#include "uring/event.hpp"
+#include "uring/eventfd.hpp"
 #include "uring/executor.hpp"
 #include "uring/executor_group.hpp"
 #include "uring/file.hpp"
