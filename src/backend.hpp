@@ -46,6 +46,10 @@ class backend {
   // Queues an IORING_OP_MSG_RING to the ring `target_fd` that posts a CQE with user_data `data` there;
   // if it fails, a CQE with user_data `failed` comes back here. Native backends only.
   virtual void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) = 0;
+  // A raw message: IORING_OP_MSG_RING posting {res = value, user_data = data, flags = cqe_flags} on the
+  // target (IORING_MSG_RING_FLAGS_PASS); on failure a CQE with user_data `failed` comes back here.
+  virtual void send_raw(int target_fd, std::int32_t value, std::uint64_t data, std::uint32_t cqe_flags,
+                        std::uint64_t failed) = 0;
   // This ring's fd for other rings' messages, or -1 (emulated).
   [[nodiscard]] virtual int ring_fd() const noexcept = 0;
 

@@ -166,6 +166,9 @@ class emulated_backend final : public backend {
   void send_message(int, std::uint64_t, std::uint64_t) override {
     throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
   }
+  void send_raw(int, std::int32_t, std::uint64_t, std::uint32_t, std::uint64_t) override {
+    throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
+  }
   int ring_fd() const noexcept override { return -1; }
 
   // The eventfd slot, as the kernel keeps it: one fd, signalled once per turn that posted completions.

@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "message_hub.hpp"
 #include "uring/detail/remote.hpp"
+#include "uring/kernel_features.hpp"
 #include "uring/spawn.hpp"
 
 namespace uring {
@@ -108,6 +110,8 @@ struct executor::impl {
       } else {
         node->run(node);
       }
+    } else if ((c.user_data & detail::kTagMask) == detail::kRawSendFailedTag) {
+      hub->on_failed(static_cast<std::uint32_t>(c.user_data >> 3), -c.res);
     } else if (c.res < 0 && node->target != nullptr) {
       // Our MSG_RING failed (the target's ring refused it): never lose it, take the mailbox road.
       if (!detail::executor_access::try_post(*node->target, *node) && node->discard != nullptr) node->discard(node);
@@ -115,15 +119,24 @@ struct executor::impl {
   }
 
   bool msg_ring_ok = false;  // native and planned for MSG_RING: hand-offs to other such executors use it
+  bool raw_ring_ok = false;  // ... and the kernel passes CQE flags: raw messages go by MSG_RING too
+  std::unique_ptr<detail::message_hub> hub;
+
+  void on_raw_cqe(const detail::completion& c) noexcept {
+    hub->deliver(c.flags >> 16, message{c.res, c.user_data});
+  }
 
   // Posts from other threads that must not be lost: refused, with an error for the poster, once the
   // executor no longer drains its inbox (it is being destroyed, or its group has shut it down).
   std::mutex post_mutex;
   bool refusing_posts = false;
 
+  std::atomic<bool> refusing_messages{false};  // refusing_posts, read without the lock by raw senders
+
   void refuse_posts() {
     std::lock_guard lock(post_mutex);
     refusing_posts = true;
+    refusing_messages.store(true, std::memory_order_release);
   }
 
   // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
@@ -187,6 +200,10 @@ struct executor::impl {
       // batch's operations (which sit in those frames) before resuming the first one.
       for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(batch[i].user_data));
       for (std::size_t i = 0; i < n; ++i) {
+        if (batch[i].flags & detail::kRawMessageFlag) [[unlikely]] {
+          on_raw_cqe(batch[i]);
+          continue;
+        }
         if (batch[i].user_data == 0) continue;  // our own fire-and-forget request
         if (batch[i].user_data & detail::kTagMask) [[unlikely]] {
           on_message_cqe(batch[i]);
@@ -216,6 +233,7 @@ struct executor::impl {
   void shutdown() noexcept {
     if (defer_release) {
       refuse_posts();  // before the last drain, so that no accepted post is left behind it
+      hub->close();
       quiesce();
       quiesced_final = true;
       frames_pending = true;
@@ -229,12 +247,14 @@ struct executor::impl {
   // completion can refer to a frame, so frames may be freed.
   void quiesce() noexcept {
     queue.closed = true;
+    hub->quiesce();
     // Operations awaited this turn never reached the kernel: forget them.
     for (detail::operation* op = queue.take_all(); op != nullptr; op = op->next) {
       --queue.inflight;
       op->state = detail::op_state::idle;
     }
     try {
+      if (backend) backend->submit(nullptr, false);  // messages already sent must leave before the ring closes
       if (queue.inflight > 0) {
         backend->cancel_all();
         while (queue.inflight > 0) {
@@ -260,6 +280,7 @@ struct executor::impl {
       node->frame.destroy();
     }
     ready.clear();
+    hub->forget_waiters();
     frames_pending = false;
     queue.closed = backend == nullptr;  // a closed ring stays closed
   }
@@ -297,6 +318,8 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
                        ? detail::make_native_backend(opts, impl_->plan, impl_->stats)
                        : detail::make_emulated_backend(opts, impl_->stats);
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
+  impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
+  impl_->hub = std::make_unique<detail::message_hub>(*this, impl_->stats, opts.message_window);
 }
 
 executor::~executor() {
@@ -305,6 +328,7 @@ executor::~executor() {
     std::abort();
   }
   impl_->refuse_posts();
+  impl_->hub->close();
   if (!impl_->quiesced_final) impl_->quiesce();
   impl_->release_frames();
   impl_->backend.reset();  // the ring's exit drops its eventfd registration
@@ -425,7 +449,11 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
         im.shutdown();
         std::rethrow_exception(std::exchange(im.failure, nullptr));
       }
-      if (root && root.done()) return true;
+      if (root && root.done()) {
+        // Messages the task sent (MSG_RING SQEs) leave now, not whenever the loop runs next.
+        im.backend->submit(nullptr, false);
+        return true;
+      }
       if (im.stop_requested.load(std::memory_order_relaxed) && im.stop_requested.exchange(false)) {
         im.shutdown();
         return false;
@@ -570,6 +598,44 @@ void executor_access::eventfd_enable(executor& ex, std::uint64_t id, bool on) {
   if (int r = im.backend->enable_eventfd(on); r < 0) {
     throw std::system_error(-r, std::system_category(), "eventfd_registration::enable (io_uring_cq_eventfd_toggle)");
   }
+}
+
+detail::message_hub& executor_access::hub(executor& ex) noexcept { return *ex.impl_->hub; }
+
+namespace {
+// A raw message through the target's mailbox (no MSG_RING between the two executors).
+struct raw_node final : remote_node {
+  raw_node(const message& msg, std::uint32_t from) : m(msg), sender(from) {
+    run = [](remote_node* n) noexcept {
+      auto* self = static_cast<raw_node*>(n);
+      executor_access::hub(*self->target).deliver(self->sender, self->m);
+      delete self;
+    };
+    discard = [](remote_node* n) noexcept { delete static_cast<raw_node*>(n); };
+  }
+  message m;
+  std::uint32_t sender;
+};
+}  // namespace
+
+bool executor_access::raw_send(executor& from, executor& to, const message& m) noexcept {
+  auto& src = *from.impl_;
+  auto& dest = *to.impl_;
+  if (src.raw_ring_ok && dest.raw_ring_ok && src.backend) {
+    if (dest.refusing_messages.load(std::memory_order_acquire)) return false;
+    src.backend->send_raw(dest.backend->ring_fd(), m.value, m.data, src.hub->cqe_flags(),
+                          (std::uint64_t{dest.hub->key()} << 3) | kRawSendFailedTag);
+  } else {
+    auto* node = new (std::nothrow) raw_node(m, src.hub->key());
+    if (node == nullptr) return false;
+    node->target = &to;
+    if (!try_post(to, *node)) {
+      delete node;
+      return false;
+    }
+  }
+  ++src.stats.raw_messages_sent;
+  return true;
 }
 
 void executor_access::defer_frame_release(executor& ex) noexcept { ex.impl_->defer_release = true; }

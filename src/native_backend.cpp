@@ -152,6 +152,15 @@ class native_backend final : public backend {
     io_uring_sqe_set_data64(sqe, failed);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;  // success costs the sender no CQE
   }
+  void send_raw(int target_fd, std::int32_t value, std::uint64_t data, std::uint32_t cqe_flags,
+                std::uint64_t failed) override {
+    constexpr unsigned kMsgRingFlagsPass = 1u << 1;  // IORING_MSG_RING_FLAGS_PASS (6.3; liburing 2.3 lacks it)
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_msg_ring(sqe, target_fd, static_cast<unsigned>(value), data, kMsgRingFlagsPass);
+    sqe->file_index = cqe_flags;
+    io_uring_sqe_set_data64(sqe, failed);
+    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+  }
   int ring_fd() const noexcept override { return ring_.ring_fd; }
 
   int register_eventfd(int fd, bool async_only) override {

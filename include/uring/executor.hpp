@@ -51,6 +51,9 @@ struct executor_stats {
   std::uint64_t cancels = 0;                    // cancel requests sent for operations in flight
   std::uint64_t messages_sent_by_ring = 0;      // hand-offs sent to other executors with MSG_RING
   std::uint64_t messages_received = 0;          // MSG_RING hand-offs received from other executors
+  std::uint64_t raw_messages_sent = 0;          // uring::send messages sent (either road)
+  std::uint64_t raw_messages_received = 0;      // uring::send messages that reached this inbox
+  std::uint64_t messages_failed = 0;            // raw messages the kernel refused after their send completed
   // Operations started, by kind; reads include the executor's own wake-up reads (one per sleep).
   std::array<std::uint64_t, detail::kOpCodeCount> ops{};
 
@@ -59,7 +62,9 @@ struct executor_stats {
 
 class executor;
 class eventfd_registration;
+struct message;
 namespace detail {
+class message_hub;
 template <class F>
 class owner_call;
 struct register_eventfd_fn;
@@ -214,6 +219,11 @@ struct executor_access {
   static std::uint64_t eventfd_register(executor& ex, int fd, eventfd_options opts);
   static void eventfd_unregister(executor& ex, std::uint64_t id);
   static void eventfd_enable(executor& ex, std::uint64_t id, bool on);
+
+  // Raw messages (uring/message.hpp): the executor's hub, and one message from the running executor
+  // `from` to `to` by MSG_RING where both can, else through to's mailbox. False if `to` refuses work.
+  static message_hub& hub(executor& ex) noexcept;
+  static bool raw_send(executor& from, executor& to, const message& m) noexcept;
 };
 }  // namespace detail
 

@@ -10,6 +10,7 @@
 #include "uring/eventfd.hpp"
 #include "uring/executor.hpp"
 #include "uring/executor_group.hpp"
+#include "uring/message.hpp"
 #include "uring/file.hpp"
 #include "uring/io.hpp"
 #include "uring/kernel_features.hpp"
