@@ -34,6 +34,9 @@ class backend {
   // nothing to do. One virtual call per turn, not per operation. Marks each operation submitted; one
   // marked cancelled_early is not started but completes with -ECANCELED.
   virtual void submit(operation* first, bool wait) = 0;
+  // Hands over what the backend queued itself (messages, cancels) if anything; never waits, and costs no
+  // syscall when there is nothing to hand over.
+  virtual void flush() = 0;
   // Asks the backend to cancel a submitted operation: it completes soon, with -ECANCELED if it was still
   // waiting. The cancel request is the backend's own (user_data 0): its answer never aliases the target.
   virtual void cancel(operation& target) = 0;

@@ -254,7 +254,7 @@ struct executor::impl {
       op->state = detail::op_state::idle;
     }
     try {
-      if (backend) backend->submit(nullptr, false);  // messages already sent must leave before the ring closes
+      if (backend) backend->flush();  // messages already sent must leave before the ring closes
       if (queue.inflight > 0) {
         backend->cancel_all();
         while (queue.inflight > 0) {
@@ -451,7 +451,7 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
       }
       if (root && root.done()) {
         // Messages the task sent (MSG_RING SQEs) leave now, not whenever the loop runs next.
-        im.backend->submit(nullptr, false);
+        im.backend->flush();
         return true;
       }
       if (im.stop_requested.load(std::memory_order_relaxed) && im.stop_requested.exchange(false)) {
@@ -611,7 +611,8 @@ struct raw_node final : remote_node {
       executor_access::hub(*self->target).deliver(self->sender, self->m);
       delete self;
     };
-    discard = [](remote_node* n) noexcept { delete static_cast<raw_node*>(n); };
+    // Accepted before the target stopped: it reaches the inbox even then (delivered, nobody resumed).
+    discard = nullptr;
   }
   message m;
   std::uint32_t sender;

@@ -89,9 +89,12 @@ message_hub::message_hub(executor& self, executor_stats& stats, unsigned window)
 message_hub::~message_hub() { registry::instance().leave(key_); }
 
 message_hub::peer& message_hub::peer_for(executor& target) {
+  if (&target == last_target_) return *last_peer_;
   const std::uint32_t k = executor_access::hub(target).key();
   peer& p = peers_[k];
   p.target = &target;
+  last_target_ = &target;
+  last_peer_ = &p;
   return p;
 }
 
@@ -195,7 +198,11 @@ void message_hub::park_receiver(message_waiter& w) noexcept {
 }
 
 void message_hub::consumed_from(std::uint32_t sender_key) noexcept {
-  std::uint32_t& n = consumed_[sender_key];
+  if (sender_key != last_sender_) {
+    last_consumed_ = &consumed_[sender_key];
+    last_sender_ = sender_key;
+  }
+  std::uint32_t& n = *last_consumed_;
   if (++n >= window_ / 2) {
     send_credit(sender_key, n);
     n = 0;

@@ -77,7 +77,11 @@ class message_hub {
   executor_stats& stats_;
   const unsigned window_;
   const std::uint32_t key_;
-  std::unordered_map<std::uint32_t, peer> peers_;  // by target key
+  std::unordered_map<std::uint32_t, peer> peers_;  // by target key (references stay valid)
+  executor* last_target_ = nullptr;               // a stream sends to one target: skip the lookup
+  peer* last_peer_ = nullptr;
+  std::uint32_t last_sender_ = ~0u;               // ... and receives from one sender
+  std::uint32_t* last_consumed_ = nullptr;
   std::deque<queued> inbox_;
   message_waiter* receivers_head_ = nullptr;
   message_waiter* receivers_tail_ = nullptr;

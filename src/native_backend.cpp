@@ -122,6 +122,10 @@ class native_backend final : public backend {
     enter(wait && backlog_.empty() ? 1 : 0);
   }
 
+  void flush() override {
+    if (io_uring_sq_ready(&ring_) > 0) enter(0);
+  }
+
   void cancel(operation& target) override {
     ++stats_.cancels;
     io_uring_sqe* sqe = next_sqe();
