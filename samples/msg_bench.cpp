@@ -184,7 +184,8 @@ int main(int argc, char** argv) {
   double rate = static_cast<double>(c.messages) / r.seconds;
   double p50 = percentile(r.round_trip_us, 0.50), p99 = percentile(r.round_trip_us, 0.99),
          p999 = percentile(r.round_trip_us, 0.999);
-  std::string transport = c.api == "channel" ? "mailbox" : (plan.msg_ring ? "MSG_RING" : "mailbox");
+  // Channels keep values in an in-process queue; only their doorbell travels, by MSG_RING where it can.
+  std::string transport = plan.msg_ring ? (c.api == "channel" ? "queue + MSG_RING doorbell" : "MSG_RING") : "mailbox";
   if (c.json) {
     std::printf("{\"pattern\":\"%s\",\"api\":\"%s\",\"mode\":\"%s\",\"messages\":%ld,\"seconds\":%.6f,"
                 "\"per_second\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"transport\":\"%s\"}\n",

@@ -16,8 +16,10 @@
 // is still delivered: receive() yields them, then std::nullopt for good.
 //
 // Wake-ups: the payload sits in a queue under a std::mutex. Only a party that is parked gets a doorbell:
-// a waiting receiver is resumed by posting a node (living in its awaitable) to the receiving executor;
-// a blocked sender by posting its node to the executor it suspended on. Nothing is resumed inline on the
+// a waiting receiver is resumed by sending a node (living in its awaitable) to the receiving executor;
+// a blocked sender by sending its node to the executor it suspended on. The doorbell rides the waker's
+// ring as a MSG_RING where both executors are native (no syscall of its own: it leaves with the waker's
+// next enter), else the target's mailbox (an eventfd write if the target sleeps). Nothing is resumed inline on the
 // waker's thread. Every hand-over (value, space, close) changes the waiter's state and posts its node
 // under the mutex, so each waiter is woken exactly once, and a coroutine whose frame is destroyed (only
 // executor shutdown does that) takes its awaitable out of the channel under the same mutex: no post can
@@ -220,7 +222,8 @@ class channel {
     receive_awaiter& r = *parked_;
     r.result_.emplace(std::move(value));
     parked_ = nullptr;
-    if (detail::executor_access::try_post(receiver_, r)) return true;  // r may be running already: hands off
+    // The doorbell rides the waker's own ring (MSG_RING, no syscall of its own) where it can.
+    if (detail::executor_access::send(receiver_, r)) return true;  // r may be running already: hands off
     value = std::move(*r.result_);  // its executor is shutting down: undo
     r.result_.reset();
     parked_ = &r;  // its frame's destruction takes it out
@@ -255,7 +258,7 @@ class channel {
       queue_.push_back(std::move(w.value_));  // may throw (allocation): nothing has changed then
       unlink(w);
       w.state_ = send_awaiter::state::done;
-      if (detail::executor_access::try_post(*w.executor_, w)) return;  // w may be running already
+      if (detail::executor_access::send(*w.executor_, w)) return;  // w may be running already
       w.value_ = std::move(queue_.back());  // its executor is shutting down: the send never completes
       queue_.pop_back();
     }
