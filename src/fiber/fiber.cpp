@@ -46,7 +46,8 @@ namespace uring::detail {
 
 namespace {
 thread_local fiber_context* t_fiber = nullptr;
-[[gnu::noinline]] void set_current_fiber(fiber_context* f) noexcept { t_fiber = f; }
+// Sets the running fiber, returns the previous one (one call: the switch path is hot).
+[[gnu::noinline]] fiber_context* exchange_current_fiber(fiber_context* f) noexcept { return std::exchange(t_fiber, f); }
 }  // namespace
 
 fiber_context* current_fiber() noexcept { return t_fiber; }
@@ -78,8 +79,7 @@ class fiber_context {
   // Driver side: runs the fiber until it parks or ends.
   void switch_in() {
     if (!started_) start();
-    fiber_context* outer = current_fiber();
-    set_current_fiber(this);
+    fiber_context* outer = exchange_current_fiber(this);
 #ifdef URING_FIBER_ASAN
     __sanitizer_start_switch_fiber(&driver_fake_stack_, stack_bottom_, stack_usable_);
 #endif
@@ -97,7 +97,7 @@ class fiber_context {
 #ifdef URING_FIBER_ASAN
     __sanitizer_finish_switch_fiber(driver_fake_stack_, nullptr, nullptr);
 #endif
-    set_current_fiber(outer);
+    exchange_current_fiber(outer);
   }
 
   // Fiber side: hands `p` to the driver and waits until it completed.
