@@ -28,25 +28,6 @@ namespace {
 
 void BM_raw(benchmark::State& state) { uring::bench::raw_nops(state, true); }
 
-void BM_coroutine(benchmark::State& state) {
-  uring::executor ex;
-  ex.run([](benchmark::State& s) -> uring::task<void> {
-    for (auto _ : s) co_await uring::nop();
-  }(state));
-  state.SetItemsProcessed(state.iterations());
-}
-
-void BM_fiber(benchmark::State& state) {
-  uring::executor ex;
-  ex.run([](uring::executor& self, benchmark::State& s) -> uring::task<void> {
-    auto h = uring::spawn_fiber(self, [&s] {
-      for (auto _ : s) uring::this_fiber::await(uring::nop());
-    });
-    co_await h.join();
-  }(ex, state));
-  state.SetItemsProcessed(state.iterations());
-}
-
 // Puts the awaiting coroutine at the back of the executor's ready list (what this_fiber::yield does for
 // the fiber's driver).
 struct reschedule {
@@ -57,23 +38,40 @@ struct reschedule {
   void await_resume() const noexcept {}
 };
 
-void BM_coroutine_yield(benchmark::State& state) {
+// One coroutine awaiting `make()` once per iteration.
+template <class Make>
+void coroutine_loop(benchmark::State& state, Make make) {
   uring::executor ex;
-  ex.run([](benchmark::State& s) -> uring::task<void> {
-    for (auto _ : s) co_await reschedule{};
-  }(state));
+  ex.run([](benchmark::State& s, Make m) -> uring::task<void> {
+    for (auto _ : s) co_await m();
+  }(state, make));
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_fiber_yield(benchmark::State& state) {
+// One fiber calling `step()` once per iteration.
+template <class Step>
+void fiber_loop(benchmark::State& state, Step step) {
   uring::executor ex;
-  ex.run([](uring::executor& self, benchmark::State& s) -> uring::task<void> {
-    auto h = uring::spawn_fiber(self, [&s] {
-      for (auto _ : s) uring::this_fiber::yield();
+  ex.run([](uring::executor& self, benchmark::State& s, Step st) -> uring::task<void> {
+    auto h = uring::spawn_fiber(self, [&s, st] {
+      for (auto _ : s) st();
     });
     co_await h.join();
-  }(ex, state));
+  }(ex, state, step));
   state.SetItemsProcessed(state.iterations());
+}
+
+void BM_coroutine(benchmark::State& state) {
+  coroutine_loop(state, [] { return uring::nop(); });
+}
+void BM_fiber(benchmark::State& state) {
+  fiber_loop(state, [] { uring::this_fiber::await(uring::nop()); });
+}
+void BM_coroutine_yield(benchmark::State& state) {
+  coroutine_loop(state, [] { return reschedule{}; });
+}
+void BM_fiber_yield(benchmark::State& state) {
+  fiber_loop(state, [] { uring::this_fiber::yield(); });
 }
 
 void BM_boost_raw(benchmark::State& state) {
