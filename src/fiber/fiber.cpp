@@ -264,8 +264,11 @@ void start_fiber(executor& ex, std::shared_ptr<fiber_state> state, const fiber_o
 std::exception_ptr fiber_state::finish() noexcept {
   std::lock_guard lock(mutex_);
   done_ = true;
+  // Nobody will see the error when the handle is gone and no join is waiting (a join awaited before the
+  // handle was dropped still gets it).
+  const bool unseen = detached_ && waiter_ == nullptr;
   wake_locked(false);
-  return detached_ ? std::exchange(error_, nullptr) : nullptr;
+  return unseen ? std::exchange(error_, nullptr) : nullptr;
 }
 
 void fiber_state::abandon() noexcept {
