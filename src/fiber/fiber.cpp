@@ -76,8 +76,11 @@ class fiber_context {
 #endif
   }
 
-  // Driver side: runs the fiber until it parks or ends.
-  void switch_in() {
+  // Driver side: runs the fiber until it parks or ends. Inlined into the driver: after a stack switch
+  // every return mispredicts until the call depth the other side left behind is used up (the return
+  // stack buffer holds the other stack's addresses), so each frame less on either side of a switch saves
+  // one misprediction per switch.
+  [[gnu::always_inline]] void switch_in() {
     if (!started_) start();
     fiber_context* outer = exchange_current_fiber(this);
 #ifdef URING_FIBER_ASAN
@@ -101,7 +104,7 @@ class fiber_context {
   }
 
   // Fiber side: hands `p` to the driver and waits until it completed.
-  void park(parked_await& p) {
+  [[gnu::always_inline]] void park(parked_await& p) {
     pending_ = &p;
     leave(false);
     driver_ = std::move(driver_).resume();
