@@ -3,6 +3,7 @@
 // misuse outside a fiber, and the guard page. Behaviour tests run on every backend.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -147,6 +149,32 @@ TEST_P(Fiber, AwaitsTasksChannelsMutexesAndSemaphores) {
     co_return co_await h.join() + a + b;
   }());
   EXPECT_EQ(sum, 1 + 10 + 10000 + 1100);
+}
+
+TEST_P(Fiber, AwaitsFileOperationsAndCombinators) {
+  auto [size, first, closed] = run([]() -> task<std::tuple<long, std::size_t, bool>> {
+    auto h = spawn_fiber(*executor::current(), [] {
+      // Payload-carrying operations (a path, a struct statx) from a fiber's stack.
+      int fd = this_fiber::await(uring::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+      this_fiber::await(uring::write(fd, std::string_view("twelve bytes"), 0));
+      this_fiber::await(uring::fsync(fd));
+      auto st = this_fiber::await(uring::stat("/proc/self/fd/" + std::to_string(fd)));
+      // when_all and when_any over tasks.
+      auto nap = [](int ms) -> task<int> {
+        co_await uring::sleep_for(std::chrono::milliseconds(ms));
+        co_return ms;
+      };
+      auto [a, b] = this_fiber::await(uring::when_all(nap(1), nap(2)));
+      auto won = this_fiber::await(uring::when_any(nap(1), nap(1000)));
+      this_fiber::await(uring::close(fd));
+      return std::tuple{static_cast<long>(st.stx_size), static_cast<std::size_t>(a + b) + won.index(),
+                        ::fcntl(fd, F_GETFD) == -1};
+    });
+    co_return co_await h.join();
+  }());
+  EXPECT_EQ(size, 12);
+  EXPECT_EQ(first, 3u);  // 1 + 2, and the first nap won (index 0)
+  EXPECT_TRUE(closed);
 }
 
 TEST_P(Fiber, MovesWithResumeOnAndUsesSubmitTo) {
