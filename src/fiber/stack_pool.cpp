@@ -88,7 +88,7 @@ void pooled_stack::deallocate(boost::context::stack_context& sctx) noexcept {
   __asan_unpoison_memory_region(stack_usable_bottom(sctx), sctx.size - page_size());
 #endif
   in_use.fetch_sub(1, std::memory_order_relaxed);
-  {
+  try {
     pool& p = the_pool();
     std::lock_guard lock(p.mutex);
     auto& list = p.free[sctx.size];
@@ -96,6 +96,8 @@ void pooled_stack::deallocate(boost::context::stack_context& sctx) noexcept {
       list.push_back(base);
       return;
     }
+  } catch (...) {
+    // No memory to keep it in the pool: give it back to the kernel instead.
   }
   ::munmap(base, sctx.size);
 }
