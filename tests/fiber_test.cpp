@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <latch>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -416,6 +417,28 @@ TEST_P(Fiber, StopUnwindsSuspendedFibersAndFreesTheirStacks) {
   // The joiner on the other thread was woken with ECANCELED.
   joiner_saw.wait(0);
   EXPECT_EQ(joiner_saw, 2);
+}
+
+TEST_P(Fiber, GroupStopUnwindsAFiberParkedAfterMigrating) {
+  const std::size_t stacks_before = uring::fiber_stacks_in_use();
+  std::atomic<int> unwound{0};
+  {
+    uring::executor_group group(2, options());
+    std::latch moved(1);
+    // Spawned on executor 0, parked on executor 1's ring: the two-phase stop drains 1 before 0 frees
+    // (and unwinds) the fiber it owns.
+    spawn_fiber(group.at(0), [&unwound, &moved, &to = group.at(1)] {
+      sentinel s{unwound};
+      this_fiber::await(uring::resume_on(to));
+      moved.count_down();
+      this_fiber::sleep_for(1h);
+    }).detach();
+    moved.wait();
+    group.stop();
+    group.join();
+    EXPECT_EQ(unwound, 1);
+  }
+  EXPECT_EQ(uring::fiber_stacks_in_use(), stacks_before);
 }
 
 TEST_P(Fiber, AFiberThatNeverStartedIsCancelledForItsJoiner) {

@@ -132,6 +132,19 @@ decltype(auto) await_on(fiber_context& f, Aw& aw) {
   return aw.await_resume();
 }
 
+// this_fiber::await, naming `what` in the error it throws outside a fiber.
+template <class A>
+decltype(auto) await_as(const char* what, A&& a) {
+  fiber_context* f = current_fiber();
+  if (f == nullptr) not_in_fiber(what);
+  if constexpr (has_member_co_await<A>) {
+    auto aw = std::forward<A>(a).operator co_await();
+    return await_on(*f, aw);
+  } else {
+    return await_on(*f, a);
+  }
+}
+
 // What a finished fiber leaves for its joiner, shared by the handle and the fiber's driver.
 class fiber_state {
  public:
@@ -328,34 +341,22 @@ namespace this_fiber {
 // valid until the call returns). std::logic_error outside a fiber.
 template <class A>
 decltype(auto) await(A&& a) {
-  detail::fiber_context* f = detail::current_fiber();
-  if (f == nullptr) detail::not_in_fiber("uring::this_fiber::await");
-  if constexpr (detail::has_member_co_await<A>) {
-    auto aw = std::forward<A>(a).operator co_await();
-    return detail::await_on(*f, aw);
-  } else {
-    return detail::await_on(*f, a);
-  }
+  return detail::await_as("uring::this_fiber::await", std::forward<A>(a));
 }
 
 // Suspends the calling fiber for `d` (an io_uring timeout, as uring::sleep_for).
 template <class Rep, class Period>
 void sleep_for(std::chrono::duration<Rep, Period> d) {
-  if (!in_fiber()) detail::not_in_fiber("uring::this_fiber::sleep_for");
-  await(uring::sleep_for(d));
+  detail::await_as("uring::this_fiber::sleep_for", uring::sleep_for(d));
 }
 
 // Lets every other ready coroutine and fiber of the executor run, then continues.
-inline void yield() {
-  if (!in_fiber()) detail::not_in_fiber("uring::this_fiber::yield");
-  await(detail::yield_awaitable{});
-}
+inline void yield() { detail::await_as("uring::this_fiber::yield", detail::yield_awaitable{}); }
 
 // Waits for another fiber to end: its value, or its exception rethrown.
 template <class T>
 T join(const fiber_handle<T>& h) {
-  if (!in_fiber()) detail::not_in_fiber("uring::this_fiber::join");
-  return await(h.join());
+  return detail::await_as("uring::this_fiber::join", h.join());
 }
 
 }  // namespace this_fiber
