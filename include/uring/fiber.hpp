@@ -73,7 +73,7 @@ struct fiber_options {
   // Usable stack bytes, rounded up to whole pages; one guard page more is mapped below them.
   std::size_t stack_size = kDefaultStackSize;
   // Operations awaited on the fiber are cancelled (ECANCELED) when this is stopped.
-  std::stop_token stop_token;
+  std::stop_token stop_token{};
 };
 
 // Fiber stacks handed out and not yet returned, process-wide (diagnostics: it goes back to where it was
