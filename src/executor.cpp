@@ -551,8 +551,11 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
       std::lock_guard lock(dest.post_mutex);  // the same refusal as the mailbox, so both roads agree
       if (dest.refusing_posts) return false;
     }
+    // Everything read of the target comes before the release: once the message lands, the target may
+    // finish and be destroyed (TSan saw this read race with ~executor when it came after).
+    const int dest_fd = dest.backend->ring_fd();
     annotate_release(&node);
-    from->impl_->backend->send_message(dest.backend->ring_fd(), reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
+    from->impl_->backend->send_message(dest_fd, reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
                                        reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);
     ++from->impl_->stats.messages_sent_by_ring;
     return true;

@@ -1,16 +1,32 @@
-// test_util.hpp — small RAII helpers for tests: pipes and temporary files.
+// test_util.hpp — small helpers for tests: pipes, temporary files, destructor counters, thread ids.
 #pragma once
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 namespace uring::test {
+
+// Counts the frames (or fiber stacks) that were destroyed: their locals' destructors ran.
+struct sentinel {
+  std::atomic<int>& n;
+  ~sentinel() { ++n; }
+};
+
+// pthread_self() is declared `const`, so clang may reuse one call's answer across a co_await (or a fiber's
+// await), after which the code may run on another thread. The empty asm with a memory clobber makes each
+// call count.
+[[gnu::noinline]] inline std::thread::id this_id() {
+  asm volatile("" ::: "memory");
+  return std::this_thread::get_id();
+}
 
 class unique_fd {
  public:

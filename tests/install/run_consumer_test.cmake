@@ -9,7 +9,8 @@
 #
 # Inputs (-D): BUILD_DIR, CONFIG, WORK_DIR, CONSUMER_SOURCE_DIR, CXX_COMPILER, GENERATOR, MAKE_PROGRAM,
 # INSTALL_LIBDIR, EXPECTED_VERSION, PKG_CONFIG_EXECUTABLE (may be empty: the pkg-config half then fails),
-# SANITIZE_COMPILE_FLAGS and SANITIZE_LINK_FLAGS (space-separated, may be empty).
+# SANITIZE_COMPILE_FLAGS and SANITIZE_LINK_FLAGS (space-separated, may be empty), EXPECT_FIBER (ON when
+# uring::fiber was built: the package must provide it).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR CXX_COMPILER GENERATOR INSTALL_LIBDIR EXPECTED_VERSION)
@@ -97,6 +98,16 @@ run_step("run consumer (find_package)" out COMMAND ${consumer_exe})
 expect_in("run consumer (find_package)" "${out}" "consumer: uring ${EXPECTED_VERSION} ")
 expect_in("run consumer (find_package)" "${out}" "consumer: round trip ok")
 message(STATUS "install_consumer: find_package consumer passed:\n${out}")
+# The fiber library, when the tree built it (EXPECT_FIBER): uring::fiber must come with the package.
+if(EXPECT_FIBER)
+  file(GLOB_RECURSE fiber_exe ${consumer_build}/fiber_consumer)
+  if(NOT fiber_exe)
+    message(FATAL_ERROR "install_consumer: no 'fiber_consumer' under ${consumer_build}: uring::fiber missing from the package")
+  endif()
+  list(GET fiber_exe 0 fiber_exe)
+  run_step("run fiber consumer (find_package)" out COMMAND ${fiber_exe})
+  expect_in("run fiber consumer (find_package)" "${out}" "fiber consumer: ok")
+endif()
 
 # 2. pkg-config: the flags it prints must be all a plain compiler command needs, with -std=c++20 our own.
 if(NOT PKG_CONFIG_EXECUTABLE)
