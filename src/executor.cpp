@@ -329,8 +329,12 @@ executor::~executor() {
   }
   impl_->refuse_posts();
   impl_->hub->close();
+  // The frames destroyed here belong to this executor: code in their destructors (a send, a post) runs
+  // as on it, and its hand-offs take the mailbox because the ring is closing.
+  executor* const outer = std::exchange(detail::t_running, this);
   if (!impl_->quiesced_final) impl_->quiesce();
   impl_->release_frames();
+  detail::t_running = outer;
   impl_->backend.reset();  // the ring's exit drops its eventfd registration
   ::close(impl_->wake_fd);
   if (int n = impl_->notify_fd.load(std::memory_order_relaxed); n >= 0) ::close(n);
@@ -546,7 +550,9 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
   executor* from = running_executor();
   node.target = &to;
   auto& dest = *to.impl_;
-  if (from != nullptr && from != &to && from->impl_->msg_ring_ok && dest.msg_ring_ok && from->impl_->backend) {
+  // A shutting-down sender's ring may never submit again: its hand-offs take the mailbox.
+  if (from != nullptr && from != &to && from->impl_->msg_ring_ok && dest.msg_ring_ok && from->impl_->backend &&
+      !from->impl_->queue.closed) {
     {
       std::lock_guard lock(dest.post_mutex);  // the same refusal as the mailbox, so both roads agree
       if (dest.refusing_posts) return false;
@@ -625,7 +631,7 @@ struct raw_node final : remote_node {
 bool executor_access::raw_send(executor& from, executor& to, const message& m) noexcept {
   auto& src = *from.impl_;
   auto& dest = *to.impl_;
-  if (src.raw_ring_ok && dest.raw_ring_ok && src.backend) {
+  if (src.raw_ring_ok && dest.raw_ring_ok && src.backend && !src.queue.closed) {
     if (dest.refusing_messages.load(std::memory_order_acquire)) return false;
     src.backend->send_raw(dest.backend->ring_fd(), m.value, m.data, src.hub->cqe_flags(),
                           (std::uint64_t{dest.hub->key()} << 3) | kRawSendFailedTag);

@@ -201,6 +201,36 @@ TEST_P(Messages, TargetStoppedMidStream) {
       << "a message whose send completed vanished";
 }
 
+// A frame destroyed by its executor's shutdown may still send (here from a destructor): the message
+// must not be left in the submission queue of a ring that never submits again.
+struct sends_when_destroyed {
+  executor* to;
+  ~sends_when_destroyed() {
+    auto e = uring::try_send(*to, 9, 99);
+    EXPECT_FALSE(e) << e.message();
+  }
+};
+
+TEST_P(Messages, SentDuringShutdownStillArrives) {
+  executor_group group(1, options());
+  std::promise<message> got;
+  uring::spawn(group.at(0), [](std::promise<message>& out) -> task<void> {
+    out.set_value(co_await inbox(*executor::current()).receive());
+  }(got));
+  {
+    executor a(options());
+    uring::spawn(a, [](executor& to) -> task<void> {
+      sends_when_destroyed guard{&to};
+      co_await uring::sleep_for(std::chrono::hours(1));  // until a's shutdown destroys this frame
+    }(group.at(0)));
+    a.run([]() -> task<void> {
+      co_await uring::nop();
+      executor::current()->stop();
+    }());
+  }
+  EXPECT_EQ(got.get_future().get(), (message{9, 99}));
+}
+
 TEST_P(Messages, MisuseFailsClearly) {
   executor ex(options());
   EXPECT_EQ(uring::try_send(ex, 1, 1).value(), EPERM);  // no executor runs on this thread
