@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fcntl.h>
+
 #include <climits>
 #include <future>
 #include <latch>
+#include <thread>
 #include <vector>
 
 #include <uring/uring.hpp>
@@ -229,6 +232,46 @@ TEST_P(Messages, SentDuringShutdownStillArrives) {
     }());
   }
   EXPECT_EQ(got.get_future().get(), (message{9, 99}));
+}
+
+// fd passing: the owner moves into a task spawned on the target. Delivered, the fd works there;
+// refused (the target stopped), it is closed with the destroyed task; dropped at the target's shutdown
+// (spawned, never run), likewise. No fd leaks either way.
+bool is_open(int fd) { return ::fcntl(fd, F_GETFD) >= 0; }
+
+task<void> write_there(uring::owned_fd fd, std::promise<std::thread::id>& where) {
+  co_await uring::write(fd.get(), uring::const_buffer("x", 1));
+  where.set_value(std::this_thread::get_id());
+}
+
+TEST_P(Messages, FdPassingDeliversOrCloses) {
+  executor_group group(1, options());
+  uring::test::pipe_pair pipe;
+  std::promise<std::thread::id> where;
+  const int w = pipe.write_end.get();
+  uring::spawn(group.at(0), write_there(uring::owned_fd(pipe.write_end.release()), where));
+  EXPECT_NE(where.get_future().get(), std::this_thread::get_id());
+  char c = 0;
+  EXPECT_EQ(::read(pipe.read_end.get(), &c, 1), 1);
+  group.stop();
+  group.join();
+  EXPECT_FALSE(is_open(w)) << "the delivered owner closes the fd when its task ends";
+
+  uring::test::pipe_pair refused;
+  const int r = refused.write_end.get();
+  std::promise<std::thread::id> never;
+  EXPECT_THROW(uring::spawn(group.at(0), write_there(uring::owned_fd(refused.write_end.release()), never)),
+               std::system_error);
+  EXPECT_FALSE(is_open(r)) << "a refused hand-off leaked its fd";
+
+  uring::test::pipe_pair dropped;
+  const int d = dropped.write_end.get();
+  {
+    executor target(options());
+    std::thread poster([&] { uring::spawn(target, write_there(uring::owned_fd(dropped.write_end.release()), never)); });
+    poster.join();
+  }  // destroyed before it ever ran the task
+  EXPECT_FALSE(is_open(d)) << "a dropped hand-off leaked its fd";
 }
 
 TEST_P(Messages, MisuseFailsClearly) {

@@ -12,6 +12,8 @@
 #include <thread>
 #include <utility>
 
+#include <uring/owned_fd.hpp>
+
 namespace uring::test {
 
 // Counts the frames (or fiber stacks) that were destroyed: their locals' destructors ran.
@@ -28,25 +30,8 @@ struct sentinel {
   return std::this_thread::get_id();
 }
 
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) : fd_(fd) {}
-  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& o) noexcept {
-    reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  ~unique_fd() { reset(); }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
+// The library's own single-owner fd.
+using unique_fd = uring::owned_fd;
 
 struct pipe_pair {
   unique_fd read_end, write_end;

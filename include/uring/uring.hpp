@@ -11,6 +11,7 @@
 #include "uring/executor.hpp"
 #include "uring/executor_group.hpp"
 #include "uring/message.hpp"
+#include "uring/owned_fd.hpp"
 #include "uring/file.hpp"
 #include "uring/io.hpp"
 #include "uring/kernel_features.hpp"
