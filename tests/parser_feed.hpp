@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
@@ -13,32 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include "feed_in_pieces.hpp"
+
 namespace uring::test {
 
 inline constexpr std::size_t all_at_once = std::numeric_limits<std::size_t>::max();
-
-// Feeds `input` to `parser` `chunk` bytes at a time — through prepare()/commit() when `direct`, with more
-// room than each piece needs — and calls drain(parser) after each piece; stops once drain returns true
-// (the parser refused the input).
-template <class Parser, class Drain>
-void feed_in_pieces(Parser& parser, std::string_view input, std::size_t chunk, bool direct, Drain&& drain) {
-  if (input.empty()) {
-    drain(parser);
-    return;
-  }
-  for (std::size_t at = 0; at < input.size();) {
-    std::string_view piece = input.substr(at, chunk);
-    if (direct) {
-      auto room = parser.prepare(piece.size() + 16);
-      std::copy(piece.begin(), piece.end(), room.begin());
-      parser.commit(piece.size());
-    } else {
-      parser.feed(piece);
-    }
-    at += piece.size();
-    if (drain(parser)) return;
-  }
-}
 
 // Parses `input` fed `chunk` bytes at a time with a fresh Parser(lim): drain(parser, outcome) (found by
 // argument-dependent lookup in the test) collects what the parser gives after each piece and returns true

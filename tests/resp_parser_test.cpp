@@ -144,6 +144,9 @@ TEST(RespParser, MalformedMultibulk) {
   expect_refused("*+1\r\n", "invalid multibulk length");
   expect_refused("*1\r\n+GET\r\n", "expected '$', got '+'");
   expect_refused("*2\r\n$3\r\nGET\r\n:1\r\n", "expected '$', got ':'");
+  // A byte that would break the error line is written as \xHH (found by resp_parser_fuzz).
+  expect_refused("*2\r\n\n$1\r\na\r\n", "expected '$', got '\\x0a'");
+  expect_refused("*1\r\n\xff", "expected '$', got '\\xff'");
   expect_refused("*1\r\n$abc\r\n", "invalid bulk length");
   expect_refused("*1\r\n$\r\n", "invalid bulk length");
   expect_refused("*1\r\n$-1\r\n", "invalid bulk length");

@@ -48,6 +48,15 @@ void append_number(std::string& out, std::int64_t n) {
   out.append(text.data(), end);
 }
 
+// The byte as it can appear in a one-line error reply: itself when printable ASCII, else "\xHH" (a CR or
+// LF from the input would end the reply line early and desynchronise the client).
+std::string printable(char c) {
+  auto u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u < 0x7F) return std::string(1, c);
+  constexpr std::string_view digits = "0123456789abcdef";
+  return {'\\', 'x', digits[u >> 4], digits[u & 0xF]};
+}
+
 // `s` with CR and LF replaced by spaces: what a one-line reply can carry.
 void append_line_text(std::string& out, std::string_view s) {
   std::size_t from = out.size();
@@ -104,9 +113,7 @@ parse_status command_parser::parse_multibulk() {
   while (spans_.size() < static_cast<std::size_t>(expected_)) {
     if (pos_ >= in.size()) return parse_status::need_more;
     if (in[pos_] != '$') {
-      std::string why = "expected '$', got '";
-      why.push_back(in[pos_]);
-      return fail(why + "'");
+      return fail("expected '$', got '" + printable(in[pos_]) + "'");
     }
     std::string_view digits;
     std::size_t data = 0;
