@@ -177,7 +177,7 @@ TEST(HttpParser, ManyPipelinedRequestsAreHandedOutInOrder) {
   for (int i = 0; i < 1000; ++i) input += "GET /" + std::to_string(i) + " HTTP/1.1\r\n\r\n";
   outcome o = parse(input);
   ASSERT_EQ(o.requests.size(), 1000u);
-  for (int i = 0; i < 1000; ++i) EXPECT_EQ(o.requests[i].target, "/" + std::to_string(i));
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(o.requests[i].target, std::string("/").append(std::to_string(i)));
   EXPECT_EQ(parse(input, 1), o);
   EXPECT_EQ(parse(input, 4096), o);
 }

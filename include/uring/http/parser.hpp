@@ -79,9 +79,9 @@ struct request {
   std::string_view method;
   std::string_view target;
   http::version version = version::http_1_1;
-  std::vector<header> headers;  // in arrival order, at most limits.max_headers
-  std::string_view body;        // Content-Length bytes (empty without one)
-  bool keep_alive = true;       // the connection may carry another request after the response
+  std::vector<http::header> headers;  // in arrival order, at most limits.max_headers
+  std::string_view body;              // Content-Length bytes (empty without one)
+  bool keep_alive = true;             // the connection may carry another request after the response
 
   // The value of the first header called `name` (compared case-insensitively), if any.
   [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const noexcept;
