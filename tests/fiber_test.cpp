@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -150,6 +151,32 @@ TEST_P(Fiber, AwaitsTasksChannelsMutexesAndSemaphores) {
     co_return co_await h.join() + a + b;
   }());
   EXPECT_EQ(sum, 1 + 10 + 10000 + 1100);
+}
+
+// Events (notified from another thread), raw messages and eventfd registration, from a fiber.
+TEST_P(Fiber, AwaitsEventsMessagesAndEventfdRegistration) {
+  uring::event ev;
+  std::thread notifier;
+  int got = run([](uring::event& ev, std::thread& notifier) -> task<int> {
+    executor& ex = *executor::current();
+    auto h = spawn_fiber(ex, [&] {
+      notifier = std::thread([&ev] { ev.notify(2); });
+      this_fiber::await(ev.wait());
+      this_fiber::await(ev.wait());
+      this_fiber::await(uring::send(ex, 5, 55));
+      uring::message m = this_fiber::await(uring::inbox(ex).receive());
+      uring::test::unique_fd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      auto reg = this_fiber::await(ex.register_eventfd(efd.get()));
+      this_fiber::await(uring::nop());
+      std::uint64_t signals = 0;
+      EXPECT_EQ(::read(efd.get(), &signals, sizeof signals), 8);
+      this_fiber::await(reg.unregister());
+      return m.value + static_cast<int>(m.data);
+    });
+    co_return co_await h.join();
+  }(ev, notifier));
+  notifier.join();
+  EXPECT_EQ(got, 60);
 }
 
 TEST_P(Fiber, AwaitsFileOperationsAndCombinators) {
