@@ -103,7 +103,7 @@ TEST_P(Messages, SequencedStreamArrivesInOrder) {
 }
 
 TEST_P(Messages, FourExecutorsAllToAll) {
-  const long per_pair = uring::test::scaled(50'000);
+  const long per_pair = uring::test::scaled(250'000);  // 1M sent by each executor
   executor_group group(4, options());
   std::vector<std::promise<long>> bad(4);
   for (std::size_t i = 0; i < 4; ++i) {
