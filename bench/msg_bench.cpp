@@ -15,6 +15,25 @@
 
 #include <uring/uring.hpp>
 
+#include "pingpong.hpp"
+
+void uring::bench::resume_pingpong(benchmark::State& state, uring::feature_set disable) {
+  uring::executor_options opts;
+  opts.disable = disable;
+  uring::executor_group group(2, opts);
+  std::latch done(1);
+  uring::spawn(group.at(0), [](benchmark::State& st, uring::executor& a, uring::executor& b,
+                               std::latch& l) -> uring::task<void> {
+    for (auto _ : st) {
+      co_await uring::resume_on(b);
+      co_await uring::resume_on(a);
+    }
+    l.count_down();
+  }(state, group.at(0), group.at(1), done));
+  done.wait();
+  state.SetItemsProcessed(state.iterations());
+}
+
 namespace {
 
 void BM_raw_msg_ring(benchmark::State& state) {
@@ -47,25 +66,10 @@ void BM_raw_msg_ring(benchmark::State& state) {
   io_uring_queue_exit(&b);
 }
 
-void resume_pingpong(benchmark::State& state, uring::feature_set disable) {
-  uring::executor_options opts;
-  opts.disable = disable;
-  uring::executor_group group(2, opts);
-  std::latch done(1);
-  uring::spawn(group.at(0), [](benchmark::State& st, uring::executor& a, uring::executor& b,
-                               std::latch& l) -> uring::task<void> {
-    for (auto _ : st) {
-      co_await uring::resume_on(b);
-      co_await uring::resume_on(a);
-    }
-    l.count_down();
-  }(state, group.at(0), group.at(1), done));
-  done.wait();
-  state.SetItemsProcessed(state.iterations());
+void BM_uring_resume(benchmark::State& state) { uring::bench::resume_pingpong(state, {}); }
+void BM_uring_resume_mailbox(benchmark::State& state) {
+  uring::bench::resume_pingpong(state, uring::feature::msg_ring);
 }
-
-void BM_uring_resume(benchmark::State& state) { resume_pingpong(state, {}); }
-void BM_uring_resume_mailbox(benchmark::State& state) { resume_pingpong(state, uring::feature::msg_ring); }
 
 }  // namespace
 

@@ -13,7 +13,9 @@
 
 #include <uring/uring.hpp>
 
-namespace {
+#include "raw_nop.hpp"
+
+namespace uring::bench {
 
 void raw_nops(benchmark::State& state, bool registered) {
   const auto batch = static_cast<unsigned>(state.range(0));
@@ -32,6 +34,12 @@ void raw_nops(benchmark::State& state, bool registered) {
   state.SetItemsProcessed(state.iterations());
   io_uring_queue_exit(&ring);
 }
+
+}  // namespace uring::bench
+
+namespace {
+
+using uring::bench::raw_nops;
 
 void BM_raw_plain(benchmark::State& state) { raw_nops(state, false); }
 void BM_raw_registered(benchmark::State& state) { raw_nops(state, true); }

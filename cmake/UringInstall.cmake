@@ -6,7 +6,14 @@ set(URING_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/uring
     CACHE STRING "Where the CMake package files go, relative to the install prefix")
 mark_as_advanced(URING_INSTALL_CMAKEDIR)
 
-install(TARGETS uring_core EXPORT uringTargets
+set(URING_INSTALLED_TARGETS uring_core uring_http uring_resp)
+if(TARGET uring_fiber)
+  list(APPEND URING_INSTALLED_TARGETS uring_fiber)
+  set(URING_WITH_FIBER ON)  # uringConfig.cmake then finds Boost.Context for uring::fiber
+else()
+  set(URING_WITH_FIBER OFF)
+endif()
+install(TARGETS ${URING_INSTALLED_TARGETS} EXPORT uringTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -14,7 +21,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/uring DESTINATION ${CMAKE_INSTAL
   FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${URING_GENERATED_INCLUDE_DIR}/uring/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/uring)
 
-# uring::uring. The static library links liburing PRIVATE, which the export records as
+# uring::uring, uring::http, uring::resp (the parsers need neither liburing nor uring::uring) and uring::fiber.
+# The static library links liburing PRIVATE, which the export records as
 # $<LINK_ONLY:Liburing::liburing>: uringConfig.cmake defines that target before loading this file.
 install(EXPORT uringTargets NAMESPACE uring:: DESTINATION ${URING_INSTALL_CMAKEDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/uringConfig.cmake.in

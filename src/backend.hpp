@@ -34,6 +34,9 @@ class backend {
   // nothing to do. One virtual call per turn, not per operation. Marks each operation submitted; one
   // marked cancelled_early is not started but completes with -ECANCELED.
   virtual void submit(operation* first, bool wait) = 0;
+  // Hands over what the backend queued itself (messages, cancels) if anything; never waits, and costs no
+  // syscall when there is nothing to hand over.
+  virtual void flush() = 0;
   // Asks the backend to cancel a submitted operation: it completes soon, with -ECANCELED if it was still
   // waiting. The cancel request is the backend's own (user_data 0): its answer never aliases the target.
   virtual void cancel(operation& target) = 0;
@@ -46,8 +49,23 @@ class backend {
   // Queues an IORING_OP_MSG_RING to the ring `target_fd` that posts a CQE with user_data `data` there;
   // if it fails, a CQE with user_data `failed` comes back here. Native backends only.
   virtual void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) = 0;
+  // A raw message: IORING_OP_MSG_RING posting {res = value, user_data = data, flags = cqe_flags} on the
+  // target (IORING_MSG_RING_FLAGS_PASS); on failure a CQE with user_data `failed` comes back here.
+  virtual void send_raw(int target_fd, std::int32_t value, std::uint64_t data, std::uint32_t cqe_flags,
+                        std::uint64_t failed) = 0;
   // This ring's fd for other rings' messages, or -1 (emulated).
   [[nodiscard]] virtual int ring_fd() const noexcept = 0;
+
+  // The ring's one eventfd slot: 0 or -errno (-EBUSY when taken, -EBADF, -EINVAL for a non-eventfd).
+  // The eventfd is signalled when completions are posted (with async_only: only those finished in an
+  // io-wq worker, or what the emulation does in its place).
+  virtual int register_eventfd(int fd, bool async_only) = 0;
+  virtual int unregister_eventfd() = 0;
+  // Stops (false) or resumes (true) the registered eventfd's signals, as io_uring_cq_eventfd_toggle.
+  virtual int enable_eventfd(bool on) = 0;
+  // For a foreign loop: the fd it should watch so that it wakes whenever this backend may have work,
+  // given `notify`, the executor's eventfd, already registered in the slot.
+  virtual int foreign_watch_fd(int notify) = 0;
 
   [[nodiscard]] virtual bool registered_ring() const noexcept = 0;
   [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;

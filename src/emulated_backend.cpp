@@ -14,12 +14,15 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <string_view>
 #include <deque>
 #include <functional>
 #include <queue>
@@ -126,8 +129,11 @@ std::int64_t now_ns() {
 
 std::int64_t to_ns(const timespec64& t) { return t.tv_sec * 1'000'000'000LL + t.tv_nsec; }
 
-// The synchronous operations: what io-wq would do in a worker, done at submission.
-int run_sync(const io_request& r) {
+// The synchronous operations: what io-wq would do in a worker, done at submission. `in_worker` says
+// whether the kernel would have run it in a worker (not inline), which is what an async-only eventfd
+// signals for.
+int run_sync(const io_request& r, bool& in_worker) {
+  in_worker = r.code != op_code::close && r.code != op_code::shutdown;  // both done inline natively
   long rc = -1;
   switch (r.code) {
     case op_code::openat: {
@@ -139,7 +145,11 @@ int run_sync(const io_request& r) {
       const int flags = static_cast<int>(r.op_flags);
       const bool inline_first = (flags & (O_CREAT | O_TRUNC | O_TMPFILE)) == 0;
       rc = ::openat(r.fd, path, inline_first ? flags | O_NONBLOCK : flags, r.len);
-      if (rc < 0 && inline_first && errno == EAGAIN) rc = ::openat(r.fd, path, flags, r.len);
+      in_worker = !inline_first;
+      if (rc < 0 && inline_first && errno == EAGAIN) {
+        rc = ::openat(r.fd, path, flags, r.len);
+        in_worker = true;
+      }
       if (rc >= 0 && (flags & O_NONBLOCK) == 0) {
         const int now = ::fcntl(static_cast<int>(rc), F_GETFL);
         if (now >= 0 && (now & O_NONBLOCK) != 0) ::fcntl(static_cast<int>(rc), F_SETFL, now & ~O_NONBLOCK);
@@ -173,7 +183,10 @@ class emulated_backend final : public backend {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) throw std::system_error(errno, std::system_category(), "emulated backend: epoll_create1");
   }
-  ~emulated_backend() override { ::close(epoll_fd_); }
+  ~emulated_backend() override {
+    ::close(epoll_fd_);
+    if (timer_fd_ >= 0) ::close(timer_fd_);
+  }
   emulated_backend(const emulated_backend&) = delete;
   emulated_backend& operator=(const emulated_backend&) = delete;
 
@@ -190,10 +203,11 @@ class emulated_backend final : public backend {
       }
       op = next;
     }
-    if (waiting_.empty()) return;
     // Waiting operations complete "in the background" natively; here they progress whenever the loop
     // turns: a quick look if there is other work, a wait until the next deadline if there is none.
-    wait_for_events(wait && done_.empty());
+    if (!waiting_.empty()) wait_for_events(wait && done_.empty());
+    signal_eventfd();
+    if (timer_fd_ >= 0) arm_foreign_timer();
   }
 
   std::size_t reap(completion* out, std::size_t max) override {
@@ -204,6 +218,8 @@ class emulated_backend final : public backend {
     }
     return n;
   }
+
+  void flush() override {}  // nothing is ever queued here
 
   void cancel(operation& target) override {
     ++stats_.cancels;
@@ -220,7 +236,46 @@ class emulated_backend final : public backend {
   void send_message(int, std::uint64_t, std::uint64_t) override {
     throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
   }
+  void send_raw(int, std::int32_t, std::uint64_t, std::uint32_t, std::uint64_t) override {
+    throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
+  }
   int ring_fd() const noexcept override { return -1; }
+
+  // The eventfd slot, as the kernel keeps it: one fd, signalled once per turn that posted completions.
+  int register_eventfd(int fd, bool async_only) override {
+    if (eventfd_ >= 0) return -EBUSY;
+    if (int r = check_eventfd(fd); r != 0) return r;
+    eventfd_ = fd;
+    eventfd_async_ = async_only;
+    eventfd_on_ = true;
+    posted_ = posted_in_worker_ = false;
+    return 0;
+  }
+  int unregister_eventfd() override {
+    if (eventfd_ < 0) return -ENXIO;
+    eventfd_ = -1;
+    return 0;
+  }
+  int enable_eventfd(bool on) override {
+    eventfd_on_ = on;
+    return 0;
+  }
+  // Nothing here progresses in the background: the foreign loop watches our epoll fd, which holds what
+  // we wait for, the executor's eventfd (posts from other threads, completions) and a timerfd kept at
+  // the earliest deadline.
+  int foreign_watch_fd(int notify) override {
+    if (timer_fd_ >= 0) return epoll_fd_;
+    timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (timer_fd_ < 0) return -errno;
+    for (int fd : {notify, timer_fd_}) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = fd;
+      if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return -errno;
+    }
+    notify_fd_ = notify;
+    return epoll_fd_;
+  }
 
   bool registered_ring() const noexcept override { return false; }
   ring_flags active_flags() const noexcept override { return ring_flags::none; }
@@ -241,8 +296,42 @@ class emulated_backend final : public backend {
     bool operator>(const timer& o) const { return deadline_ns > o.deadline_ns; }
   };
 
-  void post(operation& op, int res, std::uint32_t flags = 0) {
+  // `in_worker`: the kernel would have completed it in an io-wq worker (see run_sync).
+  void post(operation& op, int res, std::uint32_t flags = 0, bool in_worker = false) {
     done_.push_back(completion{reinterpret_cast<std::uint64_t>(&op), res, flags});
+    posted_ = true;
+    posted_in_worker_ |= in_worker;
+  }
+
+  // The kernel signals the eventfd when it posts completions (async-only: from a worker); the emulation
+  // posts a turn's completions together, so it signals once per turn.
+  void signal_eventfd() {
+    if (eventfd_ >= 0 && eventfd_on_ && (eventfd_async_ ? posted_in_worker_ : posted_)) {
+      std::uint64_t one = 1;
+      (void)!::write(eventfd_, &one, sizeof one);
+    }
+    posted_ = posted_in_worker_ = false;
+  }
+
+  // A real eventfd, or the errno the kernel's registration would give.
+  static int check_eventfd(int fd) {
+    if (fd < 0 || ::fcntl(fd, F_GETFD) < 0) return -EBADF;
+    char path[32];
+    char target[64] = {};
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t n = ::readlink(path, target, sizeof target - 1);
+    if (n < 0) return -errno;
+    return std::string_view(target, static_cast<std::size_t>(n)) == "anon_inode:[eventfd]" ? 0 : -EINVAL;
+  }
+
+  // Keeps the timerfd of a foreign loop at the earliest live deadline (disarmed when there is none).
+  void arm_foreign_timer() {
+    drop_stale_timers();
+    std::int64_t deadline = timers_.empty() ? 0 : std::max<std::int64_t>(1, timers_.top().deadline_ns);
+    if (deadline == armed_deadline_) return;
+    itimerspec spec{};
+    spec.it_value = {static_cast<time_t>(deadline / 1'000'000'000), static_cast<long>(deadline % 1'000'000'000)};
+    if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) == 0) armed_deadline_ = deadline;
   }
 
   void start(operation& op) {
@@ -286,9 +375,12 @@ class emulated_backend final : public backend {
       case op_code::close:
       case op_code::statx:
       case op_code::fsync:
-      case op_code::shutdown:
-        post(op, run_sync(r));
+      case op_code::shutdown: {
+        bool in_worker = false;
+        int res = run_sync(r, in_worker);
+        post(op, res, 0, in_worker);
         return;
+      }
     }
     post(op, -EINVAL);
   }
@@ -300,14 +392,21 @@ class emulated_backend final : public backend {
     bool behind = it != fds_.end() && !list_for(it->second, r.code).empty();
     int res = behind ? -EAGAIN : attempt(r);
     const bool rw = r.code == op_code::read || r.code == op_code::write;
+    bool in_worker = false;  // the kernel would have punted it to io-wq
     if (res == -EAGAIN) {
       if (park_on_fd(op, list_for(fds_[r.fd], r.code))) return;
       // epoll cannot watch this fd (a regular file): complete synchronously. Sockets it always watches.
-      res = rw ? blocking_rw(r) : -EBADF;
+      if (!rw) {
+        post(op, -EBADF);
+        return;
+      }
+      res = blocking_rw(r);
+      in_worker = true;
     } else if (res == -EOPNOTSUPP && rw) {
       res = blocking_rw(r);
+      in_worker = true;
     }
-    post(op, res);
+    post(op, res, 0, in_worker);
   }
 
   // A multishot accept: every connection waiting now completes at once (flagged kCqeMore), then the
@@ -456,6 +555,10 @@ class emulated_backend final : public backend {
       n = 0;  // a signal: the loop turns and comes back
     }
     for (int i = 0; i < n; ++i) {
+      if (events[i].data.fd == timer_fd_ || events[i].data.fd == notify_fd_) {
+        drain_foreign_fd(events[i].data.fd);
+        continue;
+      }
       auto it = fds_.find(events[i].data.fd);
       if (it == fds_.end()) continue;
       std::uint32_t e = events[i].events;
@@ -500,6 +603,13 @@ class emulated_backend final : public backend {
     }
   }
 
+  // A foreign loop's timerfd fired (expire_timers does the work), or the executor's eventfd was signalled.
+  void drain_foreign_fd(int fd) {
+    std::uint64_t v;
+    (void)!::read(fd, &v, sizeof v);
+    if (fd == timer_fd_) armed_deadline_ = 0;
+  }
+
   void drop_stale_timers() {
     while (!timers_.empty() && !live(timers_.top())) timers_.pop();
   }
@@ -528,6 +638,16 @@ class emulated_backend final : public backend {
   std::unordered_map<operation*, std::uint64_t> waiting_;  // parked operations and their wait ids
   std::uint64_t last_wait_id_ = 0;
   std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
+  // The eventfd slot.
+  int eventfd_ = -1;
+  bool eventfd_async_ = false;
+  bool eventfd_on_ = true;
+  bool posted_ = false;            // completions posted since the last signal
+  bool posted_in_worker_ = false;  // ... of which some the kernel would have completed in a worker
+  // Driven by a foreign loop: the executor's eventfd and a timerfd sit in our epoll set.
+  int notify_fd_ = -1;
+  int timer_fd_ = -1;
+  std::int64_t armed_deadline_ = 0;  // what timer_fd_ is set to (0: disarmed)
 };
 
 }  // namespace

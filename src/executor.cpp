@@ -10,11 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "backend.hpp"
+#include "message_hub.hpp"
 #include "uring/detail/remote.hpp"
+#include "uring/kernel_features.hpp"
 #include "uring/spawn.hpp"
 
 namespace uring {
@@ -108,6 +111,8 @@ struct executor::impl {
       } else {
         node->run(node);
       }
+    } else if ((c.user_data & detail::kTagMask) == detail::kRawSendFailedTag) {
+      hub->on_failed(static_cast<std::uint32_t>(c.user_data >> 3), -c.res);
     } else if (c.res < 0 && node->target != nullptr) {
       // Our MSG_RING failed (the target's ring refused it): never lose it, take the mailbox road.
       if (!detail::executor_access::try_post(*node->target, *node) && node->discard != nullptr) node->discard(node);
@@ -115,15 +120,24 @@ struct executor::impl {
   }
 
   bool msg_ring_ok = false;  // native and planned for MSG_RING: hand-offs to other such executors use it
+  bool raw_ring_ok = false;  // ... and the kernel passes CQE flags: raw messages go by MSG_RING too
+  std::unique_ptr<detail::message_hub> hub;
+
+  void on_raw_cqe(const detail::completion& c) noexcept {
+    hub->deliver(c.flags >> 16, message{c.res, c.user_data});
+  }
 
   // Posts from other threads that must not be lost: refused, with an error for the poster, once the
   // executor no longer drains its inbox (it is being destroyed, or its group has shut it down).
   std::mutex post_mutex;
   bool refusing_posts = false;
 
+  std::atomic<bool> refusing_messages{false};  // refusing_posts, read without the lock by raw senders
+
   void refuse_posts() {
     std::lock_guard lock(post_mutex);
     refusing_posts = true;
+    refusing_messages.store(true, std::memory_order_release);
   }
 
   // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
@@ -136,6 +150,29 @@ struct executor::impl {
   void wake() noexcept {
     std::uint64_t one = 1;
     (void)!::write(wake_fd, &one, sizeof one);
+    if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);  // a foreign loop may drive us
+  }
+
+  static void signal(int fd) noexcept {
+    std::uint64_t one = 1;
+    (void)!::write(fd, &one, sizeof one);
+  }
+
+  // The ring's one eventfd slot: who holds it (0: nobody), for EBUSY messages and stale unregisters.
+  std::uint64_t eventfd_id = 0;
+  std::uint64_t last_eventfd_id = 0;
+  int eventfd_fd = -1;
+  // notify_fd(): our own eventfd in the slot (written by posters too), and the fd the foreign loop
+  // watches (the same fd natively, the emulation's epoll fd otherwise). -1 until asked for.
+  std::atomic<int> notify_fd{-1};
+  int foreign_fd = -1;
+
+  [[noreturn]] void slot_busy(const char* what) const {
+    std::string holder = eventfd_fd == notify_fd.load(std::memory_order_relaxed)
+                             ? "notify_fd() (fd " + std::to_string(eventfd_fd) + ")"
+                             : "a registration of eventfd " + std::to_string(eventfd_fd);
+    throw std::system_error(EBUSY, std::system_category(),
+                            std::string(what) + ": the ring's one eventfd slot is held by " + holder);
   }
 
   void check_owner(const char* what) const {
@@ -164,6 +201,10 @@ struct executor::impl {
       // batch's operations (which sit in those frames) before resuming the first one.
       for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(batch[i].user_data));
       for (std::size_t i = 0; i < n; ++i) {
+        if (batch[i].flags & detail::kRawMessageFlag) [[unlikely]] {
+          on_raw_cqe(batch[i]);
+          continue;
+        }
         if (batch[i].user_data == 0) continue;  // our own fire-and-forget request
         if (batch[i].user_data & detail::kTagMask) [[unlikely]] {
           on_message_cqe(batch[i]);
@@ -206,6 +247,7 @@ struct executor::impl {
   void shutdown() noexcept {
     if (defer_release) {
       refuse_posts();  // before the last drain, so that no accepted post is left behind it
+      hub->close();
       quiesce();
       quiesced_final = true;
       frames_pending = true;
@@ -219,6 +261,7 @@ struct executor::impl {
   // completion can refer to a frame, so frames may be freed.
   void quiesce() noexcept {
     queue.closed = true;
+    hub->quiesce();
     // Operations awaited this turn never reached the kernel: forget them.
     for (detail::operation* op = queue.take_all(); op != nullptr;) {
       detail::operation* next = op->next;  // a multishot operation may free itself
@@ -228,6 +271,7 @@ struct executor::impl {
       op = next;
     }
     try {
+      if (backend) backend->flush();  // messages already sent must leave before the ring closes
       if (queue.inflight > 0) {
         backend->cancel_all();
         while (queue.inflight > 0) {
@@ -253,6 +297,7 @@ struct executor::impl {
       node->frame.destroy();
     }
     ready.clear();
+    hub->forget_waiters();
     frames_pending = false;
     queue.closed = backend == nullptr;  // a closed ring stays closed
   }
@@ -299,6 +344,8 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
                        ? detail::make_native_backend(opts, impl_->plan, impl_->stats)
                        : detail::make_emulated_backend(opts, impl_->stats);
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
+  impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
+  impl_->hub = std::make_unique<detail::message_hub>(*this, impl_->stats, opts.message_window);
 }
 
 executor::~executor() {
@@ -307,10 +354,16 @@ executor::~executor() {
     std::abort();
   }
   impl_->refuse_posts();
+  impl_->hub->close();
+  // The frames destroyed here belong to this executor: code in their destructors (a send, a post) runs
+  // as on it, and its hand-offs take the mailbox because the ring is closing.
+  executor* const outer = std::exchange(detail::t_running, this);
   if (!impl_->quiesced_final) impl_->quiesce();
   impl_->release_frames();
-  impl_->backend.reset();
+  detail::t_running = outer;
+  impl_->backend.reset();  // the ring's exit drops its eventfd registration
   ::close(impl_->wake_fd);
+  if (int n = impl_->notify_fd.load(std::memory_order_relaxed); n >= 0) ::close(n);
 }
 
 void executor::stop() noexcept {
@@ -332,14 +385,55 @@ std::size_t executor::poll() {
   std::size_t before = im.stats.cqes + im.resumed;
   im.run_remote();
   im.run_ready();
+  const int notify = im.notify_fd.load(std::memory_order_relaxed);
+  if (notify >= 0) {
+    std::uint64_t v;
+    (void)!::read(notify, &v, sizeof v);  // cleared first: whatever comes after this sets it again
+  }
+  im.run_remote();
+  im.run_ready();
   im.backend->submit(queue_.take_all(), false);
+  const std::uint64_t reaped = im.stats.cqes;
   im.reap_and_complete();
   im.run_ready();
+  // What the resumed coroutines started goes to the kernel now, not at the next poll, which might never
+  // come: operations, and the messages and cancels that the backend queued directly.
+  im.backend->submit(queue_.take_all(), false);
   if (im.failure) {
     im.shutdown();
     std::rethrow_exception(std::exchange(im.failure, nullptr));
   }
+  // Work left for the next turn keeps the fd readable: coroutines made ready, posts. With DEFER_TASKRUN the kernel signals only when its deferred list goes
+  // from empty to non-empty (and may leave part of a long list for a later enter), so after reaping
+  // anything look once more rather than strand the rest.
+  if (notify >= 0 && (!im.ready.empty() || !im.remote.empty() ||
+                      (im.stats.cqes != reaped && any(im.backend->active_flags() & ring_flags::defer_taskrun)))) {
+    impl::signal(notify);
+  }
   return im.stats.cqes + im.resumed - before;
+}
+
+int executor::notify_fd() {
+  impl& im = *impl_;
+  im.check_owner("executor::notify_fd");
+  if (im.foreign_fd >= 0) return im.foreign_fd;
+  if (!im.backend) throw std::logic_error("executor::notify_fd: the executor's ring failed earlier and was closed");
+  if (im.eventfd_id != 0) im.slot_busy("executor::notify_fd");
+  int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "executor::notify_fd: eventfd");
+  int r = im.backend->register_eventfd(fd, false);
+  int watch = r < 0 ? r : im.backend->foreign_watch_fd(fd);
+  if (watch < 0) {
+    if (r == 0) im.backend->unregister_eventfd();
+    ::close(fd);
+    throw std::system_error(-watch, std::system_category(), "executor::notify_fd: registering its eventfd");
+  }
+  im.eventfd_id = ++im.last_eventfd_id;
+  im.eventfd_fd = fd;
+  im.foreign_fd = watch;
+  im.notify_fd.store(fd, std::memory_order_release);
+  impl::signal(fd);  // work may be pending already: the loop's first poll() finds it
+  return watch;
 }
 
 const executor_stats& executor::stats() const noexcept { return impl_->stats; }
@@ -385,7 +479,11 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
         im.shutdown();
         std::rethrow_exception(std::exchange(im.failure, nullptr));
       }
-      if (root && root.done()) return true;
+      if (root && root.done()) {
+        // Messages the task sent (MSG_RING SQEs) leave now, not whenever the loop runs next.
+        im.backend->flush();
+        return true;
+      }
       if (im.stop_requested.load(std::memory_order_relaxed) && im.stop_requested.exchange(false)) {
         im.shutdown();
         return false;
@@ -478,18 +576,102 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
   executor* from = running_executor();
   node.target = &to;
   auto& dest = *to.impl_;
-  if (from != nullptr && from != &to && from->impl_->msg_ring_ok && dest.msg_ring_ok && from->impl_->backend) {
+  // A shutting-down sender's ring may never submit again: its hand-offs take the mailbox.
+  if (from != nullptr && from != &to && from->impl_->msg_ring_ok && dest.msg_ring_ok && from->impl_->backend &&
+      !from->impl_->queue.closed) {
     {
       std::lock_guard lock(dest.post_mutex);  // the same refusal as the mailbox, so both roads agree
       if (dest.refusing_posts) return false;
     }
+    // Everything read of the target comes before the release: once the message lands, the target may
+    // finish and be destroyed (TSan saw this read race with ~executor when it came after).
+    const int dest_fd = dest.backend->ring_fd();
     annotate_release(&node);
-    from->impl_->backend->send_message(dest.backend->ring_fd(), reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
+    from->impl_->backend->send_message(dest_fd, reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
                                        reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);
     ++from->impl_->stats.messages_sent_by_ring;
     return true;
   }
   return try_post(to, node);
+}
+
+bool executor_access::on_owner_thread(const executor& ex) noexcept {
+  return std::this_thread::get_id() == ex.impl_->owner;
+}
+
+std::uint64_t executor_access::eventfd_register(executor& ex, int fd, eventfd_options opts) {
+  auto& im = *ex.impl_;
+  auto what = [fd] { return "register_eventfd(fd " + std::to_string(fd) + ")"; };  // built only on failure
+  if (!im.backend) throw std::logic_error(what() + ": the executor's ring failed earlier and was closed");
+  if (im.eventfd_id != 0) im.slot_busy(what().c_str());
+  if (int r = im.backend->register_eventfd(fd, opts.async_only); r < 0) {
+    const char* why = r == -EBADF  ? ": not an open file descriptor"
+                      : r == -EINVAL ? ": not an eventfd"
+                                     : "";
+    throw std::system_error(-r, std::system_category(), what() + why);
+  }
+  im.eventfd_id = ++im.last_eventfd_id;
+  im.eventfd_fd = fd;
+  return im.eventfd_id;
+}
+
+void executor_access::eventfd_unregister(executor& ex, std::uint64_t id) {
+  auto& im = *ex.impl_;
+  if (id == 0 || id != im.eventfd_id || !im.backend) return;  // already gone, or the slot changed hands
+  im.eventfd_id = 0;
+  im.eventfd_fd = -1;
+  if (int r = im.backend->unregister_eventfd(); r < 0 && r != -ENXIO) {
+    throw std::system_error(-r, std::system_category(), "unregister_eventfd");
+  }
+}
+
+void executor_access::eventfd_enable(executor& ex, std::uint64_t id, bool on) {
+  auto& im = *ex.impl_;
+  if (id == 0 || id != im.eventfd_id || !im.backend) {
+    throw std::system_error(ENXIO, std::system_category(), "eventfd_registration::enable: not registered");
+  }
+  if (int r = im.backend->enable_eventfd(on); r < 0) {
+    throw std::system_error(-r, std::system_category(), "eventfd_registration::enable (io_uring_cq_eventfd_toggle)");
+  }
+}
+
+detail::message_hub& executor_access::hub(executor& ex) noexcept { return *ex.impl_->hub; }
+
+namespace {
+// A raw message through the target's mailbox (no MSG_RING between the two executors).
+struct raw_node final : remote_node {
+  raw_node(const message& msg, std::uint32_t from) : m(msg), sender(from) {
+    run = [](remote_node* n) noexcept {
+      auto* self = static_cast<raw_node*>(n);
+      executor_access::hub(*self->target).deliver(self->sender, self->m);
+      delete self;
+    };
+    // Accepted before the target stopped: it reaches the inbox even then (delivered, nobody resumed).
+    discard = nullptr;
+  }
+  message m;
+  std::uint32_t sender;
+};
+}  // namespace
+
+bool executor_access::raw_send(executor& from, executor& to, const message& m) noexcept {
+  auto& src = *from.impl_;
+  auto& dest = *to.impl_;
+  if (src.raw_ring_ok && dest.raw_ring_ok && src.backend && !src.queue.closed) {
+    if (dest.refusing_messages.load(std::memory_order_acquire)) return false;
+    src.backend->send_raw(dest.backend->ring_fd(), m.value, m.data, src.hub->cqe_flags(),
+                          (std::uint64_t{dest.hub->key()} << 3) | kRawSendFailedTag);
+  } else {
+    auto* node = new (std::nothrow) raw_node(m, src.hub->key());
+    if (node == nullptr) return false;
+    node->target = &to;
+    if (!try_post(to, *node)) {
+      delete node;
+      return false;
+    }
+  }
+  ++src.stats.raw_messages_sent;
+  return true;
 }
 
 void executor_access::defer_frame_release(executor& ex) noexcept { ex.impl_->defer_release = true; }

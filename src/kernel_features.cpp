@@ -67,6 +67,8 @@ namespace {
 // liburing 2.3 predates IORING_REGISTER_SEND_MSG_RING (kernel 6.13): a "blind" register opcode, issued with
 // fd -1, that posts a MSG_RING's CQE to the target ring without needing a ring of the sender's own.
 constexpr unsigned kRegisterSendMsgRing = 31;
+constexpr unsigned kMsgRingFlagsPass = 1u << 1;       // IORING_MSG_RING_FLAGS_PASS (liburing 2.3 lacks it)
+constexpr std::uint32_t kProbeCqeFlags = 0x5a5a0000;  // flags no kernel would set on its own
 
 // What the messaging probes send: values no other CQE on a fresh ring could carry by accident.
 constexpr std::uint64_t kProbeUserData = 0x7572'696e'6750'5242ULL;
@@ -272,6 +274,19 @@ bool probe_msg_ring() {
   return sent && sent->user_data == kOpTag && sent->res == 0 && received_probe_message(target);
 }
 
+// IORING_MSG_RING_FLAGS_PASS: the target's CQE carries the flags the sender chose (sqe->file_index).
+bool probe_msg_ring_flags_pass() {
+  scratch_ring sender, target;
+  if (!sender.ok() || !target.ok()) return false;
+  io_uring_sqe* sqe = sender.sqe(kOpTag);
+  io_uring_prep_msg_ring(sqe, target.fd(), kProbeLen, kProbeUserData, kMsgRingFlagsPass);
+  sqe->file_index = kProbeCqeFlags;
+  std::optional<completion> sent = sender.submit_and_wait();
+  if (!sent || sent->res != 0) return false;
+  std::optional<completion> got = target.wait();
+  return got && got->user_data == kProbeUserData && got->flags == kProbeCqeFlags;
+}
+
 // IORING_REGISTER_SEND_MSG_RING: the same message from no ring at all, by the blind register opcode.
 // Kernels before 6.13 answer EBADF (fd -1) or EINVAL (unknown opcode).
 bool probe_send_msg_ring() {
@@ -363,6 +378,7 @@ kernel_features probe_kernel() {
   f.setup_flags = probe_setup_flags();
   f.msg_ring = f.supports(IORING_OP_MSG_RING) && probe_msg_ring();
   f.send_msg_ring = probe_send_msg_ring();
+  f.msg_ring_flags_pass = f.msg_ring && probe_msg_ring_flags_pass();
   f.eventfd_register = probe_eventfd_register();
   f.buf_ring = probe_buf_ring();
   // Where the sockets themselves cannot be made (out of fds, a sandbox without AF_UNIX), the kernel release
@@ -394,6 +410,7 @@ std::string to_string(const kernel_features& f) {
   out += std::string("registered ring   ") + yes_no(f.registered_ring_fd);
   out += std::string("msg_ring          ") + yes_no(f.msg_ring);
   out += std::string("send_msg_ring     ") + yes_no(f.send_msg_ring);
+  out += std::string("msg_ring flags    ") + yes_no(f.msg_ring_flags_pass);
   out += std::string("eventfd register  ") + yes_no(f.eventfd_register);
   out += std::string("buffer ring       ") + yes_no(f.buf_ring);
   out += std::string("multishot accept  ") + yes_no(f.multishot_accept);
@@ -524,6 +541,7 @@ std::string to_json(const kernel_features& f) {
       .texts("setup_flags", flag_names(f.setup_flags))
       .boolean("msg_ring", f.msg_ring)
       .boolean("send_msg_ring", f.send_msg_ring)
+      .boolean("msg_ring_flags_pass", f.msg_ring_flags_pass)
       .boolean("eventfd_register", f.eventfd_register)
       .boolean("buf_ring", f.buf_ring)
       .boolean("multishot_accept", f.multishot_accept)

@@ -124,6 +124,10 @@ class native_backend final : public backend {
     enter(wait && backlog_.empty() ? 1 : 0);
   }
 
+  void flush() override {
+    if (io_uring_sq_ready(&ring_) > 0) enter(0);
+  }
+
   void cancel(operation& target) override {
     ++stats_.cancels;
     io_uring_sqe* sqe = next_sqe();
@@ -154,7 +158,25 @@ class native_backend final : public backend {
     io_uring_sqe_set_data64(sqe, failed);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;  // success costs the sender no CQE
   }
+  void send_raw(int target_fd, std::int32_t value, std::uint64_t data, std::uint32_t cqe_flags,
+                std::uint64_t failed) override {
+    constexpr unsigned kMsgRingFlagsPass = 1u << 1;  // IORING_MSG_RING_FLAGS_PASS (6.3; liburing 2.3 lacks it)
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_msg_ring(sqe, target_fd, static_cast<unsigned>(value), data, kMsgRingFlagsPass);
+    sqe->file_index = cqe_flags;
+    io_uring_sqe_set_data64(sqe, failed);
+    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+  }
   int ring_fd() const noexcept override { return ring_.ring_fd; }
+
+  int register_eventfd(int fd, bool async_only) override {
+    return async_only ? io_uring_register_eventfd_async(&ring_, fd) : io_uring_register_eventfd(&ring_, fd);
+  }
+  int unregister_eventfd() override { return io_uring_unregister_eventfd(&ring_); }
+  int enable_eventfd(bool on) override { return io_uring_cq_eventfd_toggle(&ring_, on); }
+  // The kernel signals the registered eventfd itself: the loop watches it directly. With DEFER_TASKRUN
+  // it signals when deferred work is queued, and the executor's poll() asks for those events.
+  int foreign_watch_fd(int notify) override { return notify; }
 
   bool registered_ring() const noexcept override { return registered_; }
   ring_flags active_flags() const noexcept override { return active_; }

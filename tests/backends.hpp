@@ -59,10 +59,10 @@ class backend_test : public ::testing::TestWithParam<backend_config> {
 
 }  // namespace uring::test
 
-#define INSTANTIATE_MESSAGING_BACKENDS(suite)                                                           \
+#define INSTANTIATE_MESSAGING_BACKENDS(suite)                                                       \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(uring::test::messaging_backends()), \
                            [](const auto& info) { return info.param.name; })
 
-#define INSTANTIATE_BACKENDS(suite)                                               \
+#define INSTANTIATE_BACKENDS(suite)                                                           \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(uring::test::all_backends()), \
                            [](const auto& info) { return info.param.name; })

@@ -116,7 +116,7 @@ TEST(KernelFeatures, ReportIsReadable) {
   EXPECT_NE(text.find("MSG_RING"), std::string::npos);
   EXPECT_NE(text.find("registered ring   yes"), std::string::npos);
   for (const char* line :
-       {"msg_ring          yes", "send_msg_ring     yes", "eventfd register  yes", "buffer ring       yes",
+       {"msg_ring          yes", "send_msg_ring     yes", "msg_ring flags    yes", "eventfd register  yes", "buffer ring       yes",
         "multishot accept  yes", "multishot recv    yes", "send_zc           yes"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " missing from\n" << text;
   }
@@ -152,6 +152,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
       {"registered_ring_fd", f.registered_ring_fd, 5, 18},
       {"msg_ring", f.msg_ring, 5, 18},
       {"send_msg_ring", f.send_msg_ring, 6, 13},
+      {"msg_ring_flags_pass", f.msg_ring_flags_pass, 6, 3},
       {"eventfd_register", f.eventfd_register, 5, 1},
       {"buf_ring", f.buf_ring, 5, 19},
       {"multishot_accept", f.multishot_accept, 5, 19},
@@ -169,7 +170,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
     ++checked;
   }
   if (release_at_least(f.kernel_release, 6, 13)) {
-    EXPECT_EQ(checked, 12);
+    EXPECT_EQ(checked, 13);
   }
 }
 
@@ -240,7 +241,7 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
             "\"reason\":\"blocked by C:\\\\policy\\n\\t\\u0001 \xe2\x80\x94 done\",\"feature_bits\":3,"
             "\"features\":[\"SINGLE_MMAP\",\"NODROP\"],\"opcodes\":[\"NOP\",\"op200\"],"
             "\"registered_ring_fd\":false,\"setup_flags\":[\"COOP_TASKRUN\"],\"msg_ring\":false,"
-            "\"send_msg_ring\":false,\"eventfd_register\":false,"
+            "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
             "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }

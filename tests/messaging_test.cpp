@@ -22,18 +22,8 @@ using uring::task;
 
 class Messaging : public uring::test::backend_test {};
 
-// Counts the coroutine frames that were destroyed (their locals' destructors ran).
-struct sentinel {
-  std::atomic<int>& n;
-  ~sentinel() { ++n; }
-};
-
-// pthread_self() is declared `const`, so clang may reuse one call's answer across a co_await, after which
-// the coroutine may run on another thread. The empty asm with a memory clobber makes each call count.
-[[gnu::noinline]] std::thread::id this_id() {
-  asm volatile("" ::: "memory");
-  return std::this_thread::get_id();
-}
+using uring::test::sentinel;
+using uring::test::this_id;
 
 TEST_P(Messaging, GroupRunsEachExecutorOnItsOwnThread) {
   executor_group group(3, options());

@@ -1,36 +1,37 @@
-// test_util.hpp — small RAII helpers for tests: pipes and temporary files.
+// test_util.hpp — small helpers for tests: pipes, temporary files, destructor counters, thread ids.
 #pragma once
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
+
+#include <uring/owned_fd.hpp>
 
 namespace uring::test {
 
-class unique_fd {
- public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) : fd_(fd) {}
-  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& o) noexcept {
-    reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  ~unique_fd() { reset(); }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
+// Counts the frames (or fiber stacks) that were destroyed: their locals' destructors ran.
+struct sentinel {
+  std::atomic<int>& n;
+  ~sentinel() { ++n; }
 };
+
+// pthread_self() is declared `const`, so clang may reuse one call's answer across a co_await (or a fiber's
+// await), after which the code may run on another thread. The empty asm with a memory clobber makes each
+// call count.
+[[gnu::noinline]] inline std::thread::id this_id() {
+  asm volatile("" ::: "memory");
+  return std::this_thread::get_id();
+}
+
+// The library's own single-owner fd.
+using unique_fd = uring::owned_fd;
 
 struct pipe_pair {
   unique_fd read_end, write_end;

@@ -8,7 +8,9 @@
 // Ordering: the values of one sender (one coroutine awaiting its sends in turn, or one thread calling
 // try_send in turn) arrive in the order they were sent; senders interleave in no particular order.
 // Back-pressure: at most capacity() values wait in the channel. A send that finds it full suspends its
-// coroutine until the receiver takes a value; blocked senders are served first come, first served, and
+// coroutine until there is room: the receiver takes the queued values in one batch under the lock and
+// hands them out without it, so room appears when the receiver has taken that batch (a full channel
+// frees up to capacity() places at once, not one per receive). Blocked senders are served first come, first served, and
 // while any is blocked a try_send() fails, so no newcomer overtakes them. A send completes when its
 // value is accepted (queued, or handed to the waiting receiver).
 // Close: close() makes every blocked and every later send throw std::system_error(EPIPE) (their values
@@ -16,8 +18,10 @@
 // is still delivered: receive() yields them, then std::nullopt for good.
 //
 // Wake-ups: the payload sits in a queue under a std::mutex. Only a party that is parked gets a doorbell:
-// a waiting receiver is resumed by posting a node (living in its awaitable) to the receiving executor;
-// a blocked sender by posting its node to the executor it suspended on. Nothing is resumed inline on the
+// a waiting receiver is resumed by sending a node (living in its awaitable) to the receiving executor;
+// a blocked sender by sending its node to the executor it suspended on. The doorbell rides the waker's
+// ring as a MSG_RING where both executors are native (no syscall of its own: it leaves with the waker's
+// next enter), else the target's mailbox (an eventfd write if the target sleeps). Nothing is resumed inline on the
 // waker's thread. Every hand-over (value, space, close) changes the waiter's state and posts its node
 // under the mutex, so each waiter is woken exactly once, and a coroutine whose frame is destroyed (only
 // executor shutdown does that) takes its awaitable out of the channel under the same mutex: no post can
@@ -150,7 +154,7 @@ class channel {
     std::lock_guard lock(mutex_);
     if (closed_) return false;
     if (parked_ != nullptr) return hand_to_receiver(value);
-    if (queue_.size() >= capacity_) return false;  // also whenever a sender is blocked
+    if (queue_.size() + in_local_ >= capacity_) return false;  // also whenever a sender is blocked
     queue_.push_back(std::move(value));
     return true;
   }
@@ -198,7 +202,7 @@ class channel {
       if (!hand_to_receiver(s.value_)) s.error_ = ESHUTDOWN;
       return false;
     }
-    if (queue_.size() < capacity_) {
+    if (queue_.size() + in_local_ < capacity_) {
       queue_.push_back(std::move(s.value_));
       return false;
     }
@@ -220,7 +224,8 @@ class channel {
     receive_awaiter& r = *parked_;
     r.result_.emplace(std::move(value));
     parked_ = nullptr;
-    if (detail::executor_access::try_post(receiver_, r)) return true;  // r may be running already: hands off
+    // The doorbell rides the waker's own ring (MSG_RING, no syscall of its own) where it can.
+    if (detail::executor_access::send(receiver_, r)) return true;  // r may be running already: hands off
     value = std::move(*r.result_);  // its executor is shutting down: undo
     r.result_.reset();
     parked_ = &r;  // its frame's destruction takes it out
@@ -232,11 +237,22 @@ class channel {
     if (executor::current() != &receiver_) {
       throw std::logic_error("uring::channel::receive: awaited off the receiving executor");
     }
+    // The receiver takes the whole backlog per lock acquisition and serves it from here without the lock:
+    // one contended cache line per batch instead of per value.
+    if (!local_.empty()) {
+      r.result_.emplace(std::move(local_.front()));
+      local_.pop_front();
+      return false;
+    }
     std::lock_guard lock(mutex_);
+    in_local_ = 0;
+    accept_senders();  // the last batch is consumed: blocked senders' values fill the space it held
     if (!queue_.empty()) {
-      accept_first_sender();  // before the pop: a failing push_back then changes nothing
-      r.result_.emplace(std::move(queue_.front()));
-      queue_.pop_front();
+      local_.swap(queue_);
+      in_local_ = local_.size();
+      accept_senders();  // ... and the space this batch leaves in the queue
+      r.result_.emplace(std::move(local_.front()));
+      local_.pop_front();
       return false;
     }
     if (closed_) return false;  // drained: nullopt
@@ -247,15 +263,15 @@ class channel {
     return true;
   }
 
-  // Space is about to free up: the first blocked sender's value joins the queue and its coroutine is
-  // woken. Caller holds the mutex.
-  void accept_first_sender() {
-    while (head_ != nullptr) {
+  // Space freed up: blocked senders' values join the queue, oldest first, and their coroutines are woken.
+  // Caller holds the mutex.
+  void accept_senders() {
+    while (head_ != nullptr && queue_.size() + in_local_ < capacity_) {
       send_awaiter& w = *head_;
       queue_.push_back(std::move(w.value_));  // may throw (allocation): nothing has changed then
       unlink(w);
       w.state_ = send_awaiter::state::done;
-      if (detail::executor_access::try_post(*w.executor_, w)) return;  // w may be running already
+      if (detail::executor_access::send(*w.executor_, w)) continue;  // w may be running already
       w.value_ = std::move(queue_.back());  // its executor is shutting down: the send never completes
       queue_.pop_back();
     }
@@ -282,10 +298,12 @@ class channel {
   executor& receiver_;
   const std::size_t capacity_;
   std::mutex mutex_;
-  std::deque<T> queue_;             // accepted values, oldest first; at most capacity_
-  send_awaiter* head_ = nullptr;    // blocked senders, oldest first; only while queue_ is full
+  std::deque<T> queue_;             // accepted values, oldest first; with in_local_, at most capacity_
+  std::deque<T> local_;             // the receiver's batch, taken from queue_; receiver's thread only
+  std::size_t in_local_ = 0;        // local_'s size when last taken (counts against capacity until then)
+  send_awaiter* head_ = nullptr;    // blocked senders, oldest first; only while the channel is full
   send_awaiter* tail_ = nullptr;
-  receive_awaiter* parked_ = nullptr;  // only while queue_ is empty
+  receive_awaiter* parked_ = nullptr;  // only while queue_ and local_ are empty
   bool closed_ = false;
 };
 

@@ -51,6 +51,9 @@ struct executor_stats {
   std::uint64_t cancels = 0;                    // cancel requests sent for operations in flight
   std::uint64_t messages_sent_by_ring = 0;      // hand-offs sent to other executors with MSG_RING
   std::uint64_t messages_received = 0;          // MSG_RING hand-offs received from other executors
+  std::uint64_t raw_messages_sent = 0;          // uring::send messages sent (either road)
+  std::uint64_t raw_messages_received = 0;      // uring::send messages that reached this inbox
+  std::uint64_t messages_failed = 0;            // raw messages the kernel refused after their send completed
   // Operations started, by kind; reads include the executor's own wake-up reads (one per sleep).
   std::array<std::uint64_t, detail::kOpCodeCount> ops{};
 
@@ -58,6 +61,22 @@ struct executor_stats {
 };
 
 class executor;
+class eventfd_registration;
+struct message;
+namespace detail {
+class message_hub;
+template <class F>
+class owner_call;
+struct register_eventfd_fn;
+}  // namespace detail
+
+// How a registered eventfd is signalled (executor::register_eventfd).
+struct eventfd_options {
+  // Only completions that finished asynchronously signal it (IORING_REGISTER_EVENTFD_ASYNC): those the
+  // kernel handed to an io-wq worker (fsync, statx, blocking file I/O, IOSQE_ASYNC), not those that
+  // completed inline or on readiness (nop, timers, pipe and socket I/O). Minimum kernel 5.6.
+  bool async_only = false;
+};
 
 namespace detail {
 struct spawn_node;
@@ -96,8 +115,28 @@ class executor {
   void run();
 
   // One non-blocking turn: resumes what is ready, submits, reaps what has completed. For driving an
-  // executor from a foreign event loop. Returns the number of coroutines resumed and completions reaped.
+  // executor from a foreign event loop (see notify_fd). Returns the number of coroutines resumed and
+  // completions reaped. Owner thread only, never while run() is active.
   std::size_t poll();
+
+  // For a foreign event loop (epoll, GLib, Qt, libuv): an fd that becomes readable whenever this
+  // executor has work; the loop watches it for reading and calls poll() when it is readable, and poll()
+  // clears it (the loop need not read it). poll() leaves it readable while work remains, so the loop
+  // calls poll() again before it sleeps. Takes the ring's eventfd slot (a later register_eventfd fails
+  // with EBUSY; EBUSY here if a registration holds it). Owner thread only; returns the same fd on every
+  // call; the executor owns and closes it. On the emulated backend the fd is its epoll fd, which also
+  // covers the readiness and timers it waits for.
+  int notify_fd();
+
+  // Registers the eventfd `fd` in the ring's one eventfd slot, from a coroutine on any executor (the
+  // registration itself runs on this executor's thread, as IORING_SETUP_SINGLE_ISSUER requires, and the
+  // awaiting coroutine continues on its own executor). The kernel then signals `fd` when completions are
+  // posted on this ring. The result unregisters on destruction (on this executor's thread) and must not
+  // outlive the executor. Throws std::system_error: EBUSY (the slot is taken: the message names the
+  // holder), EBADF (negative or closed fd), EINVAL (not an eventfd). Kernel 5.18+ registers without
+  // quiescing the ring (microseconds); older kernels stall the ring for milliseconds. Awaited on this
+  // executor it registers at once, allocating nothing. Declared here, usable with <uring/eventfd.hpp>.
+  detail::owner_call<detail::register_eventfd_fn> register_eventfd(int fd, eventfd_options opts = {});
 
   // Runs `fn()` on this executor's thread, soon (the next turn of its loop). Any thread may call it, also
   // one with no executor. Never blocks. An exception escaping fn shuts the executor down and is rethrown
@@ -173,6 +212,18 @@ struct executor_access {
   static void defer_frame_release(executor& ex) noexcept;
   // For executor_group, once every member has quiesced: frees this executor's frames (owner thread).
   static void release_frames(executor& ex) noexcept;
+
+  // The ring's eventfd slot (owner thread). register returns the registration's id (never 0); the others
+  // act only if `id` still holds the slot, so a late unregister never removes a newer registration.
+  static bool on_owner_thread(const executor& ex) noexcept;
+  static std::uint64_t eventfd_register(executor& ex, int fd, eventfd_options opts);
+  static void eventfd_unregister(executor& ex, std::uint64_t id);
+  static void eventfd_enable(executor& ex, std::uint64_t id, bool on);
+
+  // Raw messages (uring/message.hpp): the executor's hub, and one message from the running executor
+  // `from` to `to` by MSG_RING where both can, else through to's mailbox. False if `to` refuses work.
+  static message_hub& hub(executor& ex) noexcept;
+  static bool raw_send(executor& from, executor& to, const message& m) noexcept;
 };
 }  // namespace detail
 

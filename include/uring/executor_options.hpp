@@ -96,6 +96,10 @@ struct executor_options {
   backend_kind backend = backend_kind::automatic;
   // Features not to use even where the kernel has them; URING_DISABLE adds to this set.
   feature_set disable;
+  // Raw messages (uring/message.hpp): how many messages from one sender may wait in this executor's
+  // inbox (or in the kernel on their way to it) before that sender's send suspends. Bounds the memory a
+  // fast sender can pile up. At least 2.
+  unsigned message_window = 1024;
 };
 
 }  // namespace uring

@@ -35,6 +35,7 @@ struct kernel_features {
   ring_flags setup_flags = ring_flags::none;  // setup flags the kernel accepted (defer_taskrun: with single_issuer)
   bool msg_ring = false;          // an IORING_OP_MSG_RING round trip between two rings worked (5.18+)
   bool send_msg_ring = false;     // IORING_REGISTER_SEND_MSG_RING (ring-less senders, 6.13+)
+  bool msg_ring_flags_pass = false;  // IORING_MSG_RING_FLAGS_PASS: the sender sets the target CQE's flags (6.3+)
   bool eventfd_register = false;  // io_uring_register_eventfd
   bool buf_ring = false;          // io_uring_register_buf_ring (5.19+)
   bool multishot_accept = false;  // IORING_ACCEPT_MULTISHOT (5.19+)

@@ -9,7 +9,8 @@
 #
 # Inputs (-D): BUILD_DIR, CONFIG, WORK_DIR, CONSUMER_SOURCE_DIR, CXX_COMPILER, GENERATOR, MAKE_PROGRAM,
 # INSTALL_LIBDIR, EXPECTED_VERSION, PKG_CONFIG_EXECUTABLE (may be empty: the pkg-config half then fails),
-# SANITIZE_COMPILE_FLAGS and SANITIZE_LINK_FLAGS (space-separated, may be empty).
+# SANITIZE_COMPILE_FLAGS and SANITIZE_LINK_FLAGS (space-separated, may be empty), EXPECT_FIBER (ON when
+# uring::fiber was built: the package must provide it).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR CXX_COMPILER GENERATOR INSTALL_LIBDIR EXPECTED_VERSION)
@@ -43,6 +44,17 @@ function(expect_in what haystack needle)
   endif()
 endfunction()
 
+# find_consumer_program(<name> <output_var>): the program <name> the consumer build made, at
+# <build>/<name> or <build>/<Config>/<name>.
+function(find_consumer_program name output_var)
+  file(GLOB_RECURSE found ${consumer_build}/${name})
+  if(NOT found)
+    message(FATAL_ERROR "install_consumer: the consumer build produced no '${name}' under ${consumer_build}")
+  endif()
+  list(GET found 0 found)
+  set(${output_var} ${found} PARENT_SCOPE)
+endfunction()
+
 set(prefix ${WORK_DIR}/prefix)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
@@ -56,12 +68,14 @@ endif()
 run_step("install" out COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} ${config_args})
 foreach(file
     include/uring/uring.hpp include/uring/version.hpp include/uring/detail/operation.hpp
-    ${INSTALL_LIBDIR}/liburingcxx.a
+    include/uring/http/parser.hpp include/uring/resp/parser.hpp include/uring/detail/input_buffer.hpp
+    ${INSTALL_LIBDIR}/liburingcxx.a ${INSTALL_LIBDIR}/liburingcxx_http.a ${INSTALL_LIBDIR}/liburingcxx_resp.a
     ${INSTALL_LIBDIR}/cmake/uring/uringConfig.cmake ${INSTALL_LIBDIR}/cmake/uring/uringConfigVersion.cmake
     ${INSTALL_LIBDIR}/cmake/uring/uringTargets.cmake ${INSTALL_LIBDIR}/cmake/uring/FindLiburing.cmake
     ${INSTALL_LIBDIR}/pkgconfig/uring.pc)
   if(NOT EXISTS ${prefix}/${file})
-    if(file MATCHES "\\.a$" AND EXISTS ${prefix}/${INSTALL_LIBDIR}/liburingcxx.so)
+    string(REGEX REPLACE "\\.a$" ".so" shared_file "${file}")
+    if(file MATCHES "\\.a$" AND EXISTS ${prefix}/${shared_file})
       continue()  # a BUILD_SHARED_LIBS build
     endif()
     file(GLOB_RECURSE installed RELATIVE ${prefix} ${prefix}/*)
@@ -88,15 +102,20 @@ run_step("configure consumer (find_package)" out COMMAND ${CMAKE_COMMAND} ${conf
 # The package must come from the scratch prefix, not from some uring installed on this machine.
 expect_in("configure consumer (find_package)" "${out}" "consumer: uring ${EXPECTED_VERSION} from ${prefix}/")
 run_step("build consumer (find_package)" out COMMAND ${CMAKE_COMMAND} --build ${consumer_build} ${config_args})
-file(GLOB_RECURSE consumer_exe ${consumer_build}/consumer)  # <build>/consumer, or <build>/<Config>/consumer
-if(NOT consumer_exe)
-  message(FATAL_ERROR "install_consumer: the consumer build produced no 'consumer' under ${consumer_build}")
-endif()
-list(GET consumer_exe 0 consumer_exe)
+find_consumer_program(consumer consumer_exe)
 run_step("run consumer (find_package)" out COMMAND ${consumer_exe})
 expect_in("run consumer (find_package)" "${out}" "consumer: uring ${EXPECTED_VERSION} ")
 expect_in("run consumer (find_package)" "${out}" "consumer: round trip ok")
-message(STATUS "install_consumer: find_package consumer passed:\n${out}")
+find_consumer_program(parsers_consumer parsers_exe)
+run_step("run parsers_consumer (find_package)" parsers_out COMMAND ${parsers_exe})
+expect_in("run parsers_consumer (find_package)" "${parsers_out}" "consumer: parsers ok")
+message(STATUS "install_consumer: find_package consumer passed:\n${out}${parsers_out}")
+# The fiber library, when the tree built it (EXPECT_FIBER): uring::fiber must come with the package.
+if(EXPECT_FIBER)
+  find_consumer_program(fiber_consumer fiber_exe)
+  run_step("run fiber consumer (find_package)" out COMMAND ${fiber_exe})
+  expect_in("run fiber consumer (find_package)" "${out}" "fiber consumer: ok")
+endif()
 
 # 2. pkg-config: the flags it prints must be all a plain compiler command needs, with -std=c++20 our own.
 if(NOT PKG_CONFIG_EXECUTABLE)

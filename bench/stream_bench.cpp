@@ -1,0 +1,111 @@
+// One-way message streams between two threads (items = messages):
+//   stream/raw_msg_ring    two liburing rings: the sender queues MSG_RINGs (CQE_SKIP_SUCCESS) and submits
+//                          64 per enter, the receiver waits for and reaps CQEs; an atomic count of what was
+//                          reaped keeps at most 1024 in flight (what our credit window does)
+//   stream/uring_send      uring::send from a coroutine on one executor to an inbox on another
+//   stream/uring_send_mailbox   the same with MSG_RING disabled (mailbox + eventfd)
+//   stream/uring_send_emulated  both executors on the emulated backend
+#include <benchmark/benchmark.h>
+#include <liburing.h>
+
+#include <atomic>
+#include <latch>
+#include <stdexcept>
+#include <thread>
+
+#include <uring/uring.hpp>
+
+namespace {
+
+constexpr unsigned kWindow = 1024;
+constexpr unsigned kBatch = 64;
+
+void BM_raw_stream(benchmark::State& state) {
+  io_uring tx, rx;
+  io_uring_params p{};
+  p.flags = IORING_SETUP_CQSIZE;
+  p.cq_entries = 4096;
+  if (io_uring_queue_init(256, &tx, 0) != 0 || io_uring_queue_init_params(256, &rx, &p) != 0) {
+    throw std::runtime_error("io_uring_queue_init");
+  }
+  const auto total = static_cast<std::uint64_t>(state.max_iterations);
+  std::atomic<std::uint64_t> reaped{0};
+  std::thread receiver([&] {
+    std::uint64_t got = 0;
+    io_uring_cqe* cqe;
+    while (got < total) {
+      io_uring_wait_cqe(&rx, &cqe);
+      unsigned head, n = 0;
+      io_uring_for_each_cqe(&rx, head, cqe) { ++n; }
+      io_uring_cq_advance(&rx, n);
+      got += n;
+      reaped.store(got, std::memory_order_release);
+    }
+  });
+  std::uint64_t sent = 0;
+  while (state.KeepRunningBatch(kBatch)) {
+    while (sent + kBatch - reaped.load(std::memory_order_acquire) > kWindow) std::this_thread::yield();
+    for (unsigned i = 0; i < kBatch; ++i) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&tx);
+      io_uring_prep_msg_ring(sqe, rx.ring_fd, 1, sent + i, 0);
+      sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+    }
+    io_uring_submit(&tx);
+    sent += kBatch;
+  }
+  // The receiver expects max_iterations; KeepRunningBatch may stop short or go past it.
+  while (sent < total) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&tx);
+    io_uring_prep_msg_ring(sqe, rx.ring_fd, 1, sent++, 0);
+    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+    io_uring_submit(&tx);
+  }
+  receiver.join();
+  state.SetItemsProcessed(state.iterations());
+  io_uring_queue_exit(&tx);
+  io_uring_queue_exit(&rx);
+}
+
+uring::task<void> drain(std::uint64_t n, std::latch& done) {
+  uring::inbox in(*uring::executor::current());
+  for (std::uint64_t i = 0; i < n; ++i) (void)co_await in.receive();
+  done.count_down();
+}
+
+uring::task<void> pour(benchmark::State& state, uring::executor& to, std::latch& done) {
+  std::uint64_t sent = 0;
+  while (state.KeepRunningBatch(kBatch)) {
+    for (unsigned i = 0; i < kBatch; ++i) co_await uring::send(to, 1, sent++);
+  }
+  while (sent < static_cast<std::uint64_t>(state.max_iterations)) co_await uring::send(to, 1, sent++);
+  done.count_down();
+}
+
+void uring_stream(benchmark::State& state, uring::executor_options opts) {
+  opts.message_window = kWindow;
+  uring::executor_group group(2, opts);
+  std::latch done(2);
+  uring::spawn(group.at(1), drain(static_cast<std::uint64_t>(state.max_iterations), done));
+  uring::spawn(group.at(0), pour(state, group.at(1), done));
+  done.wait();
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_uring_stream(benchmark::State& state) { uring_stream(state, {}); }
+void BM_uring_stream_mailbox(benchmark::State& state) {
+  uring::executor_options o;
+  o.disable = uring::feature::msg_ring;
+  uring_stream(state, o);
+}
+void BM_uring_stream_emulated(benchmark::State& state) {
+  uring::executor_options o;
+  o.backend = uring::backend_kind::emulated;
+  uring_stream(state, o);
+}
+
+}  // namespace
+
+BENCHMARK(BM_raw_stream)->Name("stream/raw_msg_ring/64")->UseRealTime();
+BENCHMARK(BM_uring_stream)->Name("stream/uring_send/64")->UseRealTime();
+BENCHMARK(BM_uring_stream_mailbox)->Name("stream/uring_send_mailbox/64")->UseRealTime();
+BENCHMARK(BM_uring_stream_emulated)->Name("stream/uring_send_emulated/64")->UseRealTime();

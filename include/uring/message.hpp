@@ -1,0 +1,126 @@
+// uring/message.hpp — raw messages between executors: 96 bits each, FIFO per pair, with back-pressure.
+//
+// Provides: uring::message, uring::send, uring::try_send, uring::inbox.
+// Threads: send/try_send from a coroutine (or code) running on an executor, to any executor, itself
+// included; inbox::receive/try_receive on the inbox's own executor only.
+//
+// A message is an int32 `value` and a uint64 `data`, all 96 bits the user's. Between two native
+// executors it is one IORING_OP_MSG_RING: the kernel posts it as a CQE on the target's ring, marked as
+// ours by CQE flags the sender sets (IORING_MSG_RING_FLAGS_PASS, kernel 6.3+), and a successful send costs
+// the sender no CQE (IOSQE_CQE_SKIP_SUCCESS) and no syscall of its own (it leaves with the turn's enter).
+// Elsewhere (emulated backend, MSG_RING disabled or too old) it travels through the target's mailbox,
+// with the same order and limits.
+//
+// Order: the messages of one sender executor to one target arrive in the order they were sent.
+// Back-pressure: per sender→target pair at most the target's executor_options::message_window messages
+// are in flight (sent but not yet received); a send beyond that suspends until the receiver takes some
+// (try_send returns EAGAIN instead). Senders blocked on one pair resume in the order they blocked.
+// Errors: a target that no longer accepts work makes send throw (try_send return) ESHUTDOWN; a message
+// the kernel refused after the send completed (the target ring went away) is counted in
+// executor_stats::messages_failed and makes the next send to that target throw EPIPE: none vanishes
+// unreported. The target must stay alive while messages may reach it (as for resume_on).
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <optional>
+#include <system_error>
+
+#include "uring/executor.hpp"
+
+namespace uring {
+
+struct message {
+  std::int32_t value = 0;
+  std::uint64_t data = 0;
+  friend bool operator==(const message&, const message&) = default;
+};
+
+namespace detail {
+
+// A sender waiting for credit, or a receiver waiting for a message: intrusive FIFO links.
+struct message_waiter {
+  message_waiter* next = nullptr;
+  std::coroutine_handle<> handle;
+  std::error_code error;
+  message msg;
+};
+
+// Out of line (src/message_hub.cpp): what the awaitables below ask of the executors.
+// Sends now if the pair has credit and nobody waits before us; else errc::resource_unavailable_try_again.
+std::error_code try_send_message(executor& target, const message& m) noexcept;
+// Queues `w` behind the pair's blocked senders; it is sent (or fails) and resumed in turn.
+void park_sender(executor& target, message_waiter& w);
+// std::logic_error off the owner's thread.
+bool try_receive_message(executor& owner, message& out);
+void park_receiver(executor& owner, message_waiter& w);
+[[noreturn]] void throw_message_error(std::error_code e, const char* what);
+
+class [[nodiscard]] send_awaitable {
+ public:
+  send_awaitable(executor& target, message m) noexcept : target_(target) { waiter_.msg = m; }
+  bool await_ready() {
+    std::error_code e = try_send_message(target_, waiter_.msg);
+    if (e == std::errc::resource_unavailable_try_again) return false;
+    if (e) throw_message_error(e, "uring::send");
+    return true;
+  }
+  void await_suspend(std::coroutine_handle<> h) {
+    waiter_.handle = h;
+    park_sender(target_, waiter_);
+  }
+  void await_resume() const {
+    if (waiter_.error) throw_message_error(waiter_.error, "uring::send");
+  }
+
+ private:
+  executor& target_;
+  message_waiter waiter_;
+};
+
+class [[nodiscard]] receive_awaitable {
+ public:
+  explicit receive_awaitable(executor& owner) noexcept : owner_(owner) {}
+  bool await_ready() { return try_receive_message(owner_, waiter_.msg); }
+  void await_suspend(std::coroutine_handle<> h) {
+    waiter_.handle = h;
+    park_receiver(owner_, waiter_);
+  }
+  message await_resume() const noexcept { return waiter_.msg; }
+
+ private:
+  executor& owner_;
+  message_waiter waiter_;
+};
+
+}  // namespace detail
+
+// Sends {value, data} to `target`'s inbox; suspends only while the pair's window is full. Throws
+// std::system_error (ESHUTDOWN, EPIPE); std::logic_error if no executor runs on this thread.
+inline detail::send_awaitable send(executor& target, std::int32_t value, std::uint64_t data) noexcept {
+  return {target, message{value, data}};
+}
+
+// The same without suspending: {} when sent, errc::resource_unavailable_try_again (EAGAIN) when the
+// window is full or earlier sends wait, ESHUTDOWN, EPIPE; EPERM if no executor runs on this thread.
+inline std::error_code try_send(executor& target, std::int32_t value, std::uint64_t data) noexcept {
+  return detail::try_send_message(target, message{value, data});
+}
+
+// An executor's inbox: the messages sent to it, in arrival order.
+class inbox {
+ public:
+  explicit inbox(executor& owner) noexcept : owner_(owner) {}
+  // The next message, suspending until one arrives. Receivers waiting together are served in order.
+  detail::receive_awaitable receive() const noexcept { return detail::receive_awaitable(owner_); }
+  std::optional<message> try_receive() const {
+    message m;
+    if (detail::try_receive_message(owner_, m)) return m;
+    return std::nullopt;
+  }
+
+ private:
+  executor& owner_;
+};
+
+}  // namespace uring

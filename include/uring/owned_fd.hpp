@@ -1,0 +1,47 @@
+// uring/owned_fd.hpp — a file descriptor with one owner, closed when the owner goes away.
+//
+// Provides: uring::owned_fd.
+// Threads: like any value: one thread at a time.
+//
+// Passing an fd to another executor is moving its owner there: `spawn(target, serve(std::move(fd)))` or
+// `submit_to(target, [fd = std::move(fd)]() mutable { ... })`. If the hand-off is refused (the target no
+// longer accepts work) or dropped (the target shuts down before running it), the task or function is
+// destroyed with the owner inside, so the fd is closed, never leaked. Plain fds are process-wide, so no
+// kernel transfer is needed between our executors; direct (fixed-table) descriptors, which would need
+// IORING_MSG_SEND_FD, are not used by this library.
+#pragma once
+
+#include <unistd.h>
+
+#include <utility>
+
+namespace uring {
+
+class owned_fd {
+ public:
+  owned_fd() noexcept = default;
+  explicit owned_fd(int fd) noexcept : fd_(fd) {}
+  owned_fd(owned_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  owned_fd& operator=(owned_fd&& o) noexcept {
+    if (this != &o) reset(std::exchange(o.fd_, -1));
+    return *this;
+  }
+  owned_fd(const owned_fd&) = delete;
+  owned_fd& operator=(const owned_fd&) = delete;
+  ~owned_fd() { reset(); }
+
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+  // Gives the fd up: the caller closes it.
+  [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
+  // Closes the fd held (if any) and holds `fd` instead.
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace uring

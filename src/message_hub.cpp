@@ -1,0 +1,267 @@
+// message_hub.cpp — raw messages: the registry of live executors, credit windows, the inbox.
+#include "message_hub.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace uring::detail {
+
+namespace {
+
+// Live executors by key (an index into `slots`), so that credits travel by number and a credit for an
+// executor that is gone is dropped instead of touching freed memory. Keys are reused only after 65536
+// others were handed out since (a FIFO of free keys), so a late credit cannot reach a newcomer in practice.
+class registry {
+ public:
+  static registry& instance() {
+    static registry r;
+    return r;
+  }
+  std::uint32_t join(executor& ex) {
+    std::lock_guard lock(mutex_);
+    std::uint32_t key;
+    if (slots_.size() < kMaxKeys) {
+      key = static_cast<std::uint32_t>(slots_.size());
+      slots_.push_back(&ex);
+    } else if (!free_.empty()) {
+      key = free_.front();
+      free_.erase(free_.begin());
+      slots_[key] = &ex;
+    } else {
+      throw std::length_error("uring: more than 65536 executors alive at once");
+    }
+    return key;
+  }
+  void leave(std::uint32_t key) noexcept {
+    std::lock_guard lock(mutex_);
+    slots_[key] = nullptr;
+    free_.push_back(key);
+  }
+  // Runs fn(executor&) under the lock if `key` names a live executor.
+  template <class F>
+  bool with(std::uint32_t key, F&& fn) {
+    std::lock_guard lock(mutex_);
+    if (key >= slots_.size() || slots_[key] == nullptr) return false;
+    fn(*slots_[key]);
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kMaxKeys = 1u << 16;
+  std::mutex mutex_;
+  std::vector<executor*> slots_;
+  std::vector<std::uint32_t> free_;
+};
+
+// Credits (or the news that a receiver closed) on their way back to a sender.
+struct credit_node final : remote_node {
+  static constexpr std::uint32_t kClosed = ~std::uint32_t{0};
+  credit_node(std::uint32_t receiver, std::uint32_t count) : receiver_key(receiver), n(count) {
+    run = [](remote_node* node) noexcept {
+      auto* self = static_cast<credit_node*>(node);
+      executor& sender = *self->target;
+      if (self->n == kClosed) {
+        executor_access::hub(sender).on_failed(self->receiver_key, ESHUTDOWN);
+      } else {
+        executor_access::hub(sender).on_credit(self->receiver_key, self->n);
+      }
+      delete self;
+    };
+    discard = [](remote_node* node) noexcept { delete static_cast<credit_node*>(node); };
+  }
+  std::uint32_t receiver_key;
+  std::uint32_t n;
+};
+
+void resume(message_waiter& w) { w.handle.resume(); }
+
+// std::errc has no ESHUTDOWN.
+std::error_code shutdown_error() noexcept { return {ESHUTDOWN, std::system_category()}; }
+
+}  // namespace
+
+message_hub::message_hub(executor& self, executor_stats& stats, unsigned window)
+    : self_(self), stats_(stats), window_(std::max(window, 2u)), key_(registry::instance().join(self)) {}
+
+message_hub::~message_hub() { registry::instance().leave(key_); }
+
+message_hub::peer& message_hub::peer_for(executor& target) {
+  if (&target == last_target_) return *last_peer_;
+  const std::uint32_t k = executor_access::hub(target).key();
+  peer& p = peers_[k];
+  p.target = &target;
+  last_target_ = &target;
+  last_peer_ = &p;
+  return p;
+}
+
+std::error_code message_hub::try_send(executor& target, const message& m) noexcept {
+  peer& p = peer_for(target);
+  if (p.broken) return p.broken;
+  if (p.head != nullptr || p.in_flight >= executor_access::hub(target).window()) {
+    return std::make_error_code(std::errc::resource_unavailable_try_again);
+  }
+  if (!executor_access::raw_send(self_, target, m)) return shutdown_error();
+  ++p.in_flight;
+  return {};
+}
+
+void message_hub::park_sender(executor& target, message_waiter& w) {
+  peer& p = peer_for(target);
+  w.next = nullptr;
+  if (p.tail != nullptr) {
+    p.tail->next = &w;
+  } else {
+    p.head = &w;
+  }
+  p.tail = &w;
+}
+
+void message_hub::on_credit(std::uint32_t receiver_key, std::uint32_t n) noexcept {
+  auto it = peers_.find(receiver_key);
+  if (it == peers_.end()) return;
+  peer& p = it->second;
+  p.in_flight -= std::min(p.in_flight, n);
+  const unsigned window = executor_access::hub(*p.target).window();
+  // Blocked senders go in the order they blocked; each resumes after its own message left.
+  while (p.head != nullptr && !p.broken && p.in_flight < window) {
+    message_waiter& w = *p.head;
+    p.head = w.next;
+    if (p.head == nullptr) p.tail = nullptr;
+    if (executor_access::raw_send(self_, *p.target, w.msg)) {
+      ++p.in_flight;
+    } else {
+      w.error = shutdown_error();
+    }
+    resume(w);
+  }
+}
+
+void message_hub::on_failed(std::uint32_t receiver_key, int error) noexcept {
+  auto it = peers_.find(receiver_key);
+  if (it == peers_.end()) return;
+  peer& p = it->second;
+  if (error == ESHUTDOWN) {
+    p.broken = shutdown_error();
+  } else {
+    ++stats_.messages_failed;
+    if (p.in_flight > 0) --p.in_flight;
+    p.broken = std::make_error_code(std::errc::broken_pipe);
+  }
+  fail_waiters(p);
+}
+
+void message_hub::fail_waiters(peer& p) noexcept {
+  while (p.head != nullptr) {
+    message_waiter& w = *p.head;
+    p.head = w.next;
+    if (p.head == nullptr) p.tail = nullptr;
+    w.error = p.broken;
+    resume(w);
+  }
+}
+
+void message_hub::deliver(std::uint32_t sender_key, const message& m) noexcept {
+  ++stats_.raw_messages_received;
+  if (receivers_head_ != nullptr && !quiescing_) {
+    message_waiter& w = *receivers_head_;
+    receivers_head_ = w.next;
+    if (receivers_head_ == nullptr) receivers_tail_ = nullptr;
+    w.msg = m;
+    consumed_from(sender_key);
+    resume(w);
+    return;
+  }
+  inbox_.push_back(queued{m, sender_key});
+}
+
+bool message_hub::try_receive(message& out) noexcept {
+  if (inbox_.empty()) return false;
+  const queued q = inbox_.front();
+  inbox_.pop_front();
+  out = q.m;
+  consumed_from(q.sender);
+  return true;
+}
+
+void message_hub::park_receiver(message_waiter& w) noexcept {
+  w.next = nullptr;
+  if (receivers_tail_ != nullptr) {
+    receivers_tail_->next = &w;
+  } else {
+    receivers_head_ = &w;
+  }
+  receivers_tail_ = &w;
+}
+
+void message_hub::consumed_from(std::uint32_t sender_key) noexcept {
+  if (sender_key != last_sender_) {
+    last_consumed_ = &consumed_[sender_key];
+    last_sender_ = sender_key;
+  }
+  std::uint32_t& n = *last_consumed_;
+  if (++n >= window_ / 2) {
+    send_credit(sender_key, n);
+    n = 0;
+  }
+}
+
+void message_hub::send_credit(std::uint32_t sender_key, std::uint32_t n) noexcept {
+  try {
+    auto* node = new credit_node(key_, n);
+    const bool sent = registry::instance().with(sender_key, [&](executor& sender) {
+      node->target = &sender;
+      if (!executor_access::try_post(sender, *node)) delete node;
+    });
+    if (!sent) delete node;
+  } catch (const std::bad_alloc&) {
+    // Without memory the credit is lost and the sender may block for good: nothing better to do here.
+  }
+}
+
+void message_hub::forget_waiters() noexcept {
+  receivers_head_ = receivers_tail_ = nullptr;
+  for (auto& [key, p] : peers_) p.head = p.tail = nullptr;
+  quiescing_ = false;
+}
+
+void message_hub::close() noexcept {
+  if (closed_) return;
+  closed_ = true;
+  for (auto& [sender, n] : consumed_) send_credit(sender, credit_node::kClosed);
+  for (const queued& q : inbox_) {
+    if (consumed_.count(q.sender) == 0) send_credit(q.sender, credit_node::kClosed);
+  }
+}
+
+// --- the functions behind uring/message.hpp -----------------------------------------------------------
+
+std::error_code try_send_message(executor& target, const message& m) noexcept {
+  executor* from = running_executor();
+  if (from == nullptr) return std::make_error_code(std::errc::operation_not_permitted);
+  return executor_access::hub(*from).try_send(target, m);
+}
+
+void park_sender(executor& target, message_waiter& w) {
+  executor_access::hub(executor_access::current("uring::send")).park_sender(target, w);
+}
+
+bool try_receive_message(executor& owner, message& out) {
+  if (running_executor() != &owner) throw std::logic_error("uring::inbox: used off the inbox's executor");
+  return executor_access::hub(owner).try_receive(out);
+}
+
+void park_receiver(executor& owner, message_waiter& w) { executor_access::hub(owner).park_receiver(w); }
+
+void throw_message_error(std::error_code e, const char* what) {
+  if (e == std::errc::operation_not_permitted) throw std::logic_error(std::string(what) + ": no executor is running on this thread");
+  const char* why = e == shutdown_error()      ? ": the target executor no longer accepts work"
+                    : e == std::errc::broken_pipe ? ": an earlier message to this executor was refused by the kernel"
+                                                  : "";
+  throw std::system_error(e, std::string(what) + why);
+}
+
+}  // namespace uring::detail

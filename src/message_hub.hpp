@@ -1,0 +1,93 @@
+// message_hub.hpp — an executor's side of raw messages (uring/message.hpp): its inbox, its credit windows
+// towards each target, and its place in the process-wide registry of live executors.
+//
+// Threads: everything here runs on the owning executor's thread, except registry lookups (any thread,
+// under the registry's mutex) and the immutable key() and window().
+//
+// Flow: a sender spends one credit of the (sender, target) pair per message. The receiver counts what it
+// hands to receivers per sender and, every window/2 messages, posts that many credits back (a node
+// through the sender's mailbox: rare, so its cost does not matter). A message is identified as ours on
+// the target's CQ by kRawMessageFlag in its CQE flags, with the sender's key in the upper bits.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <system_error>
+#include <unordered_map>
+
+#include "uring/executor.hpp"
+#include "uring/message.hpp"
+
+namespace uring::detail {
+
+// CQE flags of a raw message: bit 14 marks it (the kernel sets only bits 0-5 and 15 on the CQEs of our
+// operations, and the buffer id in 16-31 only with bit 0), bits 16-31 carry the sender's key.
+inline constexpr std::uint32_t kRawMessageFlag = 1u << 14;
+inline constexpr std::uint64_t kRawSendFailedTag = 3;  // user_data tag: our raw MSG_RING failed
+
+class message_hub {
+ public:
+  message_hub(executor& self, executor_stats& stats, unsigned window);
+  ~message_hub();
+  message_hub(const message_hub&) = delete;
+  message_hub& operator=(const message_hub&) = delete;
+
+  // This executor's name in the registry: 16 bits, never reused while it lives.
+  [[nodiscard]] std::uint32_t key() const noexcept { return key_; }
+  [[nodiscard]] std::uint32_t cqe_flags() const noexcept { return kRawMessageFlag | (key_ << 16); }
+  [[nodiscard]] unsigned window() const noexcept { return window_; }
+
+  // Sender side.
+  std::error_code try_send(executor& target, const message& m) noexcept;
+  void park_sender(executor& target, message_waiter& w);
+  void on_credit(std::uint32_t receiver_key, std::uint32_t n) noexcept;
+  void on_failed(std::uint32_t receiver_key, int error) noexcept;
+
+  // Receiver side.
+  void deliver(std::uint32_t sender_key, const message& m) noexcept;
+  bool try_receive(message& out) noexcept;
+  void park_receiver(message_waiter& w) noexcept;
+  // The executor shuts down for good: every sender it knows is told (its blocked and later sends fail
+  // ESHUTDOWN).
+  void close() noexcept;
+  // Shutdown drains the ring: messages still arriving are queued, nobody is resumed.
+  void quiesce() noexcept { quiescing_ = true; }
+  // The waiting coroutines' frames are being freed: forget them (after quiesce()).
+  void forget_waiters() noexcept;
+
+ private:
+  struct peer {
+    executor* target = nullptr;
+    std::uint32_t in_flight = 0;
+    message_waiter* head = nullptr;  // blocked senders, oldest first
+    message_waiter* tail = nullptr;
+    std::error_code broken;  // ESHUTDOWN or EPIPE: every later send fails with it
+  };
+  struct queued {
+    message m;
+    std::uint32_t sender;
+  };
+
+  peer& peer_for(executor& target);
+  void fail_waiters(peer& p) noexcept;
+  void consumed_from(std::uint32_t sender_key) noexcept;
+  void send_credit(std::uint32_t sender_key, std::uint32_t n) noexcept;
+
+  executor& self_;
+  executor_stats& stats_;
+  const unsigned window_;
+  const std::uint32_t key_;
+  std::unordered_map<std::uint32_t, peer> peers_;  // by target key (references stay valid)
+  executor* last_target_ = nullptr;               // a stream sends to one target: skip the lookup
+  peer* last_peer_ = nullptr;
+  std::uint32_t last_sender_ = ~0u;               // ... and receives from one sender
+  std::uint32_t* last_consumed_ = nullptr;
+  std::deque<queued> inbox_;
+  message_waiter* receivers_head_ = nullptr;
+  message_waiter* receivers_tail_ = nullptr;
+  std::unordered_map<std::uint32_t, std::uint32_t> consumed_;  // by sender key: taken, not yet credited
+  bool closed_ = false;
+  bool quiescing_ = false;
+};
+
+}  // namespace uring::detail

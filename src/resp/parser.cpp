@@ -1,0 +1,222 @@
+// The RESP2 command parser and reply encoders (uring/resp/parser.hpp). The rules are listed there.
+//
+// A multibulk command is parsed as its bytes arrive: pos_ remembers how far the command is read and spans_
+// which arguments are complete, as offsets (feed() may move the buffer), so a command fed one byte at a
+// time costs one pass, not one per feed. The argument views are made when the command is complete.
+#include <uring/resp/parser.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <optional>
+
+namespace uring::resp {
+
+namespace {
+
+constexpr std::string_view crlf = "\r\n";
+// The longest "*<count>" or "$<length>" line, CRLF included, before the input is refused (Redis refuses
+// what cannot be a count at all; 32 bytes is far beyond any 64-bit number).
+constexpr std::size_t max_count_line = 32;
+
+// A RESP integer: an optional '-' and decimal digits, nothing else, fitting in 64 bits.
+std::optional<std::int64_t> parse_integer(std::string_view s) noexcept {
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+enum class line_result : std::uint8_t { found, need_more, too_long };
+
+// The "*<n>" / "$<n>" line starting at `start` (its marker byte): its digits in `digits` and the offset
+// just past its CRLF in `end`.
+line_result count_line(std::string_view in, std::size_t start, std::string_view& digits, std::size_t& end) {
+  std::size_t limit = std::min(in.size(), start + max_count_line);
+  std::string_view window = in.substr(0, limit);
+  std::size_t cr = window.find(crlf, start + 1);
+  if (cr == std::string_view::npos)
+    return limit - start == max_count_line ? line_result::too_long : line_result::need_more;
+  digits = in.substr(start + 1, cr - start - 1);
+  end = cr + crlf.size();
+  return line_result::found;
+}
+
+void append_number(std::string& out, std::int64_t n) {
+  std::array<char, 24> text{};
+  auto [end, ec] = std::to_chars(text.data(), text.data() + text.size(), n);
+  out.append(text.data(), end);
+}
+
+// The byte as it can appear in a one-line error reply: itself when printable ASCII, else "\xHH" (a CR or
+// LF from the input would end the reply line early and desynchronise the client).
+std::string printable(char c) {
+  auto u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u < 0x7F) return std::string(1, c);
+  constexpr std::string_view digits = "0123456789abcdef";
+  return {'\\', 'x', digits[u >> 4], digits[u & 0xF]};
+}
+
+// `s` with CR and LF replaced by spaces: what a one-line reply can carry.
+void append_line_text(std::string& out, std::string_view s) {
+  std::size_t from = out.size();
+  out.append(s);
+  for (std::size_t i = from; i < out.size(); ++i) {
+    if (out[i] == '\r' || out[i] == '\n') out[i] = ' ';
+  }
+}
+
+}  // namespace
+
+parse_status command_parser::fail(std::string_view why) {
+  error_ = "-ERR Protocol error: ";
+  error_.append(why).append(crlf);
+  args_.clear();
+  spans_.clear();
+  close();  // nothing more will be parsed: the connection is closing
+  return parse_status::error;
+}
+
+parse_status command_parser::next() {
+  if (closed()) return parse_status::error;
+  drop_handed_out();
+  args_.clear();
+  for (;;) {
+    std::string_view in = unread();
+    if (in.empty()) return parse_status::need_more;
+    parse_status st = in.front() == '*' ? parse_multibulk() : parse_inline();
+    if (st != parse_status::command || !args_.empty()) return st;
+    // An empty command ("*0\r\n", a blank line): complete() dropped its bytes; parse on.
+  }
+}
+
+parse_status command_parser::parse_multibulk() {
+  std::string_view in = unread();
+  if (expected_ < 0) {
+    std::string_view digits;
+    std::size_t end = 0;
+    switch (count_line(in, 0, digits, end)) {
+      case line_result::need_more:
+        return parse_status::need_more;
+      case line_result::too_long:
+        return fail("too big mbulk count string");
+      case line_result::found:
+        break;
+    }
+    auto count = parse_integer(digits);
+    if (!count || *count > static_cast<std::int64_t>(limits_.max_args))
+      return fail("invalid multibulk length");
+    if (*count <= 0) return complete(end);
+    expected_ = *count;
+    pos_ = end;
+  }
+  while (spans_.size() < static_cast<std::size_t>(expected_)) {
+    if (pos_ >= in.size()) return parse_status::need_more;
+    if (in[pos_] != '$') {
+      return fail("expected '$', got '" + printable(in[pos_]) + "'");
+    }
+    std::string_view digits;
+    std::size_t data = 0;
+    switch (count_line(in, pos_, digits, data)) {
+      case line_result::need_more:
+        return parse_status::need_more;
+      case line_result::too_long:
+        return fail("too big bulk count string");
+      case line_result::found:
+        break;
+    }
+    auto length = parse_integer(digits);
+    if (!length || *length < 0 || static_cast<std::uint64_t>(*length) > limits_.max_bulk) {
+      return fail("invalid bulk length");
+    }
+    auto size = static_cast<std::size_t>(*length);
+    std::size_t end = data + size + crlf.size();
+    if (end > limits_.max_command) return fail("command too large");
+    if (in.size() < end) return parse_status::need_more;
+    if (in.substr(data + size, crlf.size()) != crlf) return fail("expected CRLF after bulk string");
+    spans_.emplace_back(data, size);
+    pos_ = end;
+  }
+  return complete(pos_);
+}
+
+parse_status command_parser::parse_inline() {
+  std::string_view in = unread();
+  std::size_t newline = in.find('\n', inline_scan_);
+  if (newline == std::string_view::npos) {
+    inline_scan_ = in.size();
+    if (in.size() > limits_.max_inline) return fail("too big inline request");
+    return parse_status::need_more;
+  }
+  if (newline > limits_.max_inline) return fail("too big inline request");
+  std::size_t line_end = newline > 0 && in[newline - 1] == '\r' ? newline - 1 : newline;
+  for (std::size_t i = 0; i < line_end;) {
+    if (in[i] == ' ' || in[i] == '\t') {
+      ++i;
+      continue;
+    }
+    std::size_t word = i;
+    while (i < line_end && in[i] != ' ' && in[i] != '\t') ++i;
+    if (spans_.size() == limits_.max_args) return fail("too big inline request");
+    spans_.emplace_back(word, i - word);
+  }
+  return complete(newline + 1);
+}
+
+// The command's `length` bytes are all in: make args_ from spans_ and start the next command afresh.
+parse_status command_parser::complete(std::size_t length) {
+  std::string_view in = unread();
+  args_.clear();
+  for (auto [offset, size] : spans_) args_.push_back(in.substr(offset, size));
+  spans_.clear();
+  expected_ = -1;
+  pos_ = 0;
+  inline_scan_ = 0;
+  if (args_.empty()) {
+    consume(length);  // an empty command: nothing to hand out
+  } else {
+    hand_out(length);
+  }
+  return parse_status::command;
+}
+
+void append_simple_string(std::string& out, std::string_view s) {
+  out.push_back('+');
+  append_line_text(out, s);
+  out.append(crlf);
+}
+
+void append_error(std::string& out, std::string_view message) {
+  out.push_back('-');
+  append_line_text(out, message);
+  out.append(crlf);
+}
+
+void append_integer(std::string& out, std::int64_t n) {
+  out.push_back(':');
+  append_number(out, n);
+  out.append(crlf);
+}
+
+void append_bulk_string(std::string& out, std::string_view s) {
+  out.push_back('$');
+  append_number(out, static_cast<std::int64_t>(s.size()));
+  out.append(crlf).append(s).append(crlf);
+}
+
+void append_null_bulk(std::string& out) { out.append("$-1\r\n"); }
+
+void append_array_header(std::string& out, std::size_t n) {
+  out.push_back('*');
+  append_number(out, static_cast<std::int64_t>(n));
+  out.append(crlf);
+}
+
+void append_null_array(std::string& out) { out.append("*-1\r\n"); }
+
+void append_bulk_array(std::string& out, std::span<const std::string_view> items) {
+  append_array_header(out, items.size());
+  for (auto item : items) append_bulk_string(out, item);
+}
+
+}  // namespace uring::resp

@@ -1,0 +1,602 @@
+// Stackful fibers (uring::fiber): every kind of awaitable awaited from a fiber, results and exceptions
+// through join, 10'000 fibers doing I/O at once, fairness with coroutines, shutdown with suspended fibers,
+// misuse outside a fiber, and the guard page. Behaviour tests run on every backend.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <latch>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <uring/fiber.hpp>
+#include <uring/uring.hpp>
+
+#include "backends.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using uring::executor;
+using uring::fiber_handle;
+using uring::spawn_fiber;
+using uring::task;
+using uring::test::pipe_pair;
+using uring::test::unique_fd;
+namespace this_fiber = uring::this_fiber;
+
+class Fiber : public uring::test::backend_test {};
+
+using uring::test::sentinel;
+using uring::test::this_id;
+
+struct socket_pair {
+  unique_fd a, b;
+  socket_pair() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) != 0) {
+      throw std::system_error(errno, std::system_category(), "socketpair");
+    }
+    a.reset(fds[0]);
+    b.reset(fds[1]);
+  }
+};
+
+TEST_P(Fiber, ReturnsItsValueThroughJoin) {
+  int got = run([]() -> task<int> {
+    auto h = spawn_fiber(*executor::current(), [] { return 6 * 7; });
+    co_return co_await h.join();
+  }());
+  EXPECT_EQ(got, 42);
+}
+
+TEST_P(Fiber, AwaitsOperations) {
+  pipe_pair p;
+  socket_pair s;
+  std::string got = run([](int rd, int wr, int sa, int sb) -> task<std::string> {
+    auto h = spawn_fiber(*executor::current(), [=] {
+      std::string out;
+      this_fiber::await(uring::nop());
+      EXPECT_TRUE(this_fiber::await(uring::nop().nothrow()).ok());
+      // Pipe: write, then read back.
+      std::size_t w = this_fiber::await(uring::write(wr, std::string_view("pipe")));
+      EXPECT_EQ(w, 4u);
+      char buf[16];
+      std::size_t n = this_fiber::await(uring::read(rd, buf));
+      out.append(buf, n);
+      // Socket: poll for readability (nothing there yet: the peer writes after a sleep), then read.
+      auto writer = spawn_fiber(*executor::current(), [sb] {
+        this_fiber::sleep_for(2ms);
+        this_fiber::await(uring::write(sb, std::string_view("|sock")));
+      });
+      unsigned ev = this_fiber::await(uring::poll(sa, POLLIN));
+      EXPECT_TRUE(ev & POLLIN);
+      n = this_fiber::await(uring::read(sa, buf));
+      out.append(buf, n);
+      this_fiber::join(writer);
+      // Errors throw std::system_error naming the operation, as in a coroutine.
+      try {
+        this_fiber::await(uring::read(-1, buf));
+        ADD_FAILURE() << "read(-1) did not throw";
+      } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code(), std::errc::bad_file_descriptor);
+        EXPECT_EQ(std::string(e.what()).rfind("read: ", 0), 0u) << e.what();
+      }
+      EXPECT_EQ(this_fiber::await(uring::read(-1, buf).nothrow()).res, -EBADF);
+      // A linked timeout, and a sleep.
+      try {
+        this_fiber::await(uring::with_timeout(uring::read(rd, buf), 1ms));
+        ADD_FAILURE() << "the read on an empty pipe did not time out";
+      } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code(), std::errc::timed_out);
+      }
+      auto t0 = std::chrono::steady_clock::now();
+      this_fiber::sleep_for(3ms);
+      EXPECT_GE(std::chrono::steady_clock::now() - t0, 3ms);
+      return out;
+    });
+    co_return co_await h.join();
+  }(p.read_end.get(), p.write_end.get(), s.a.get(), s.b.get()));
+  EXPECT_EQ(got, "pipe|sock");
+}
+
+TEST_P(Fiber, AwaitsTasksChannelsMutexesAndSemaphores) {
+  int sum = run([]() -> task<int> {
+    executor& ex = *executor::current();
+    uring::channel<int> to_fiber(ex, 1);
+    uring::channel<int> from_fiber(ex, 1);
+    uring::async_mutex m;
+    uring::async_semaphore sem(0, 1);
+    auto h = spawn_fiber(ex, [&] {
+      int total = 0;
+      // A task: runs on the driver, the fiber waits for its value.
+      total += this_fiber::await([]() -> task<int> {
+        co_await uring::nop();
+        co_return 1;
+      }());
+      // Channel receive (the coroutine sends later) and send (into a full channel: waits for space).
+      total += *this_fiber::await(to_fiber.receive());
+      this_fiber::await(from_fiber.send(100));
+      this_fiber::await(from_fiber.send(1000));
+      // A mutex the coroutine holds, and a semaphore it releases.
+      auto guard = this_fiber::await(m.lock());
+      total += 10000;
+      this_fiber::await(sem.acquire());
+      return total;
+    });
+    auto lock = co_await m.lock();  // before the fiber asks for it
+    co_await uring::nop();
+    co_await to_fiber.send(10);
+    int a = *co_await from_fiber.receive();
+    int b = *co_await from_fiber.receive();
+    EXPECT_EQ(a + b, 1100);
+    lock.unlock();
+    co_await uring::nop();
+    EXPECT_FALSE(h.done());  // waiting on the semaphore
+    sem.release();
+    co_return co_await h.join() + a + b;
+  }());
+  EXPECT_EQ(sum, 1 + 10 + 10000 + 1100);
+}
+
+// Events (notified from another thread), raw messages and eventfd registration, from a fiber.
+TEST_P(Fiber, AwaitsEventsMessagesAndEventfdRegistration) {
+  uring::event ev;
+  std::thread notifier;
+  int got = run([](uring::event& ev, std::thread& notifier) -> task<int> {
+    executor& ex = *executor::current();
+    auto h = spawn_fiber(ex, [&] {
+      notifier = std::thread([&ev] { ev.notify(2); });
+      this_fiber::await(ev.wait());
+      this_fiber::await(ev.wait());
+      this_fiber::await(uring::send(ex, 5, 55));
+      uring::message m = this_fiber::await(uring::inbox(ex).receive());
+      uring::test::unique_fd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      auto reg = this_fiber::await(ex.register_eventfd(efd.get()));
+      this_fiber::await(uring::nop());
+      std::uint64_t signals = 0;
+      EXPECT_EQ(::read(efd.get(), &signals, sizeof signals), 8);
+      this_fiber::await(reg.unregister());
+      return m.value + static_cast<int>(m.data);
+    });
+    co_return co_await h.join();
+  }(ev, notifier));
+  notifier.join();
+  EXPECT_EQ(got, 60);
+}
+
+TEST_P(Fiber, AwaitsFileOperationsAndCombinators) {
+  auto [size, first, closed] = run([]() -> task<std::tuple<long, std::size_t, bool>> {
+    auto h = spawn_fiber(*executor::current(), [] {
+      // Payload-carrying operations (a path, a struct statx) from a fiber's stack.
+      int fd = this_fiber::await(uring::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+      this_fiber::await(uring::write(fd, std::string_view("twelve bytes"), 0));
+      this_fiber::await(uring::fsync(fd));
+      auto st = this_fiber::await(uring::stat("/proc/self/fd/" + std::to_string(fd)));
+      // when_all and when_any over tasks.
+      auto nap = [](int ms) -> task<int> {
+        co_await uring::sleep_for(std::chrono::milliseconds(ms));
+        co_return ms;
+      };
+      auto [a, b] = this_fiber::await(uring::when_all(nap(1), nap(2)));
+      auto won = this_fiber::await(uring::when_any(nap(1), nap(1000)));
+      this_fiber::await(uring::close(fd));
+      return std::tuple{static_cast<long>(st.stx_size), static_cast<std::size_t>(a + b) + won.index(),
+                        ::fcntl(fd, F_GETFD) == -1};
+    });
+    co_return co_await h.join();
+  }());
+  EXPECT_EQ(size, 12);
+  EXPECT_EQ(first, 3u);  // 1 + 2, and the first nap won (index 0)
+  EXPECT_TRUE(closed);
+}
+
+TEST_P(Fiber, MovesWithResumeOnAndUsesSubmitTo) {
+  uring::executor_group group(1, options());
+  executor& other = group.at(0);
+  auto [moved, back, value] = run([](executor& away) -> task<std::tuple<bool, bool, int>> {
+    executor& home = *executor::current();
+    auto h = spawn_fiber(home, [&home, &away] {
+      std::thread::id start = this_id();
+      this_fiber::await(uring::resume_on(away));
+      bool went = this_id() != start && executor::current() == &away;
+      this_fiber::await(uring::nop());  // on away's ring
+      int v = this_fiber::await(uring::submit_to(home, [] { return 5; }));
+      this_fiber::await(uring::resume_on(home));
+      bool returned = this_id() == start && executor::current() == &home;
+      v += this_fiber::await(uring::submit_to(away, []() -> task<int> {
+        co_await uring::nop();
+        co_return 2;
+      }));
+      return std::tuple{went, returned, v};
+    });
+    co_return co_await h.join();
+  }(other));
+  EXPECT_TRUE(moved);
+  EXPECT_TRUE(back);
+  EXPECT_EQ(value, 7);
+}
+
+TEST_P(Fiber, JoinsAcrossThreadsAndFromFibers) {
+  uring::executor_group group(1, options());
+  executor& other = group.at(0);
+  // Spawned from this thread onto another executor, joined from a coroutine here.
+  auto far = spawn_fiber(other, [] {
+    this_fiber::await(uring::nop());
+    return std::this_thread::get_id();
+  });
+  auto [far_id, chained] = run([](fiber_handle<std::thread::id>& f) -> task<std::pair<std::thread::id, int>> {
+    executor& ex = *executor::current();
+    std::thread::id id = co_await f.join();
+    // A fiber joining fibers.
+    auto inner = spawn_fiber(ex, [] {
+      this_fiber::yield();
+      return 20;
+    });
+    auto outer = spawn_fiber(ex, [&inner] { return this_fiber::join(inner) + 1; });
+    co_return std::pair{id, co_await outer.join()};
+  }(far));
+  EXPECT_NE(far_id, std::this_thread::get_id());
+  EXPECT_EQ(chained, 21);
+}
+
+TEST_P(Fiber, ExceptionsCrossJoin) {
+  run([]() -> task<void> {
+    executor& ex = *executor::current();
+    auto thrower = spawn_fiber(ex, []() -> int {
+      this_fiber::await(uring::nop());
+      throw std::runtime_error("from the fiber");
+    });
+    try {
+      (void)co_await thrower.join();
+      ADD_FAILURE() << "join did not rethrow";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "from the fiber");
+    }
+    // A second join is a logic error.
+    EXPECT_THROW((void)co_await thrower.join(), std::logic_error);
+    // From fiber to fiber, and an error of an operation that the fiber does not catch.
+    auto failing = spawn_fiber(ex, [] {
+      char b[1];
+      this_fiber::await(uring::read(-1, b));
+    });
+    auto joiner = spawn_fiber(ex, [&failing] {
+      try {
+        this_fiber::join(failing);
+      } catch (const std::system_error& e) {
+        return e.code() == std::errc::bad_file_descriptor;
+      }
+      return false;
+    });
+    EXPECT_TRUE(co_await joiner.join());
+  }());
+}
+
+TEST_P(Fiber, DetachedFiberExceptionStopsTheExecutor) {
+  executor ex(options());
+  EXPECT_THROW(ex.run([](executor& self) -> task<void> {
+                 spawn_fiber(self, [] {
+                   this_fiber::await(uring::nop());
+                   throw std::runtime_error("nobody joins me");
+                 }).detach();
+                 co_await uring::sleep_for(1h);
+               }(ex)),
+               std::runtime_error);
+}
+
+TEST_P(Fiber, StopTokenCancelsTheFibersOperations) {
+  pipe_pair p;
+  std::stop_source stop;
+  bool cancelled = run([](int rd, std::stop_source& src) -> task<bool> {
+    executor& ex = *executor::current();
+    auto h = spawn_fiber(
+        ex,
+        [rd] {
+          char b[1];
+          try {
+            this_fiber::await(uring::read(rd, b));
+          } catch (const std::system_error& e) {
+            return e.code() == std::errc::operation_canceled;
+          }
+          return false;
+        },
+        {.stop_token = src.get_token()});
+    co_await uring::nop();
+    co_await uring::nop();
+    src.request_stop();
+    co_return co_await h.join();
+  }(p.read_end.get(), stop));
+  EXPECT_TRUE(cancelled);
+}
+
+TEST_P(Fiber, TenThousandFibersDoingIoAtOnce) {
+  const long n = uring::test::scaled(10000);
+  const std::size_t stacks_before = uring::fiber_stacks_in_use();
+  pipe_pair go, out;
+  long echoed = run([](long count, int go_rd, int go_wr, int out_rd, int out_wr, std::size_t base) -> task<long> {
+    executor& ex = *executor::current();
+    long parked = 0;
+    std::vector<fiber_handle<bool>> fibers;
+    fibers.reserve(static_cast<std::size_t>(count));
+    for (long i = 0; i < count; ++i) {
+      fibers.push_back(spawn_fiber(ex, [&parked, go_rd, out_wr] {
+        ++parked;
+        unsigned ev = this_fiber::await(uring::poll(go_rd, POLLIN));  // all of them wait at once
+        this_fiber::await(uring::nop());
+        return (ev & POLLIN) != 0 && this_fiber::await(uring::write(out_wr, std::string_view("x"))) == 1;
+      }));
+    }
+    while (parked < count) co_await uring::nop();
+    co_await uring::nop();
+    EXPECT_EQ(uring::fiber_stacks_in_use() - base, static_cast<std::size_t>(count));
+    co_await uring::write(go_wr, std::string_view("!"));
+    long ok = 0;
+    for (auto& f : fibers) ok += co_await f.join() ? 1 : 0;
+    EXPECT_EQ(ok, count);
+    long total = 0;
+    std::vector<char> buf(4096);
+    while (total < count) total += static_cast<long>(co_await uring::read(out_rd, buf));
+    co_return total;
+  }(n, go.read_end.get(), go.write_end.get(), out.read_end.get(), out.write_end.get(), stacks_before));
+  EXPECT_EQ(echoed, n);
+  EXPECT_EQ(uring::fiber_stacks_in_use(), stacks_before);
+}
+
+TEST_P(Fiber, FibersAndCoroutinesInterleaveFairly) {
+  constexpr int kSteps = 200;
+  std::string order = run([]() -> task<std::string> {
+    executor& ex = *executor::current();
+    std::string log;
+    auto nops = spawn_fiber(ex, [&log] {
+      for (int i = 0; i < kSteps; ++i) {
+        this_fiber::await(uring::nop());
+        log += 'F';
+      }
+    });
+    auto yields = spawn_fiber(ex, [&log] {
+      for (int i = 0; i < kSteps; ++i) {
+        this_fiber::yield();
+        log += 'Y';
+      }
+    });
+    for (int i = 0; i < kSteps; ++i) {
+      co_await uring::nop();
+      log += 'C';
+    }
+    co_await nops.join();
+    co_await yields.join();
+    co_return log;
+  }());
+  ASSERT_EQ(order.size(), 3u * kSteps);
+  // Every prefix: no party more than a couple of steps ahead of another (one step per loop turn each).
+  int f = 0, y = 0, c = 0, worst = 0;
+  for (char ch : order) {
+    (ch == 'F' ? f : ch == 'Y' ? y : c) += 1;
+    if (f < kSteps && y < kSteps && c < kSteps) {
+      worst = std::max({worst, std::abs(f - c), std::abs(y - c), std::abs(f - y)});
+    }
+  }
+  EXPECT_LE(worst, 2) << order;
+}
+
+TEST_P(Fiber, StopUnwindsSuspendedFibersAndFreesTheirStacks) {
+  const std::size_t stacks_before = uring::fiber_stacks_in_use();
+  std::atomic<int> unwound{0};
+  std::atomic<int> joiner_saw{0};
+  pipe_pair p;  // never written: readers wait until the executor stops
+  uring::executor_group joiners(1, options());
+  {
+    executor ex(options());
+    ex.run([](executor& self, int rd, std::atomic<int>& count, std::atomic<int>& saw, executor& far,
+              std::size_t base) -> task<void> {
+      for (int i = 0; i < 8; ++i) {
+        spawn_fiber(self, [rd, &count] {
+          sentinel s{count};
+          char b[1];
+          this_fiber::await(uring::read(rd, b));
+          ADD_FAILURE() << "the read completed";
+        }).detach();
+      }
+      for (int i = 0; i < 4; ++i) {
+        spawn_fiber(self, [&count] {
+          sentinel s{count};
+          std::vector<int> heap(1000, 7);  // freed by the unwinding (ASan's leak check sees it otherwise)
+          this_fiber::sleep_for(1h);
+        }).detach();
+      }
+      // A fiber joined from another executor's thread: its joiner learns that it was unwound.
+      auto watched = spawn_fiber(self, [&count] {
+        sentinel s{count};
+        this_fiber::sleep_for(1h);
+      });
+      uring::spawn(far, [](fiber_handle<void> h, std::atomic<int>& out) -> task<void> {
+        try {
+          co_await h.join();
+          out = 1;
+        } catch (const std::system_error& e) {
+          out = e.code() == std::errc::operation_canceled ? 2 : 3;
+        }
+        out.notify_all();
+      }(std::move(watched), saw));
+      co_await uring::nop();
+      co_await uring::nop();
+      EXPECT_EQ(uring::fiber_stacks_in_use() - base, 13u);
+      self.stop();
+      co_await uring::nop();
+    }(ex, p.read_end.get(), unwound, joiner_saw, joiners.at(0), stacks_before));
+    EXPECT_EQ(unwound, 13);
+    EXPECT_EQ(uring::fiber_stacks_in_use(), stacks_before);
+  }
+  // The joiner on the other thread was woken with ECANCELED.
+  joiner_saw.wait(0);
+  EXPECT_EQ(joiner_saw, 2);
+}
+
+TEST_P(Fiber, GroupStopUnwindsAFiberParkedAfterMigrating) {
+  const std::size_t stacks_before = uring::fiber_stacks_in_use();
+  std::atomic<int> unwound{0};
+  {
+    uring::executor_group group(2, options());
+    std::latch moved(1);
+    // Spawned on executor 0, parked on executor 1's ring: the two-phase stop drains 1 before 0 frees
+    // (and unwinds) the fiber it owns.
+    spawn_fiber(group.at(0), [&unwound, &moved, &to = group.at(1)] {
+      sentinel s{unwound};
+      this_fiber::await(uring::resume_on(to));
+      moved.count_down();
+      this_fiber::sleep_for(1h);
+    }).detach();
+    moved.wait();
+    group.stop();
+    group.join();
+    EXPECT_EQ(unwound, 1);
+  }
+  EXPECT_EQ(uring::fiber_stacks_in_use(), stacks_before);
+}
+
+TEST_P(Fiber, AFiberThatNeverStartedIsCancelledForItsJoiner) {
+  const std::size_t stacks_before = uring::fiber_stacks_in_use();
+  std::optional<fiber_handle<int>> h;
+  {
+    executor never_run(options());
+    h.emplace(spawn_fiber(never_run, [] {
+      ADD_FAILURE() << "started";
+      return 0;
+    }));
+  }
+  EXPECT_TRUE(h->done());
+  EXPECT_EQ(uring::fiber_stacks_in_use(), stacks_before);
+  int code = run([](fiber_handle<int>& f) -> task<int> {
+    try {
+      (void)co_await f.join();
+    } catch (const std::system_error& e) {
+      co_return e.code().value();
+    }
+    co_return 0;
+  }(*h));
+  EXPECT_EQ(code, ECANCELED);
+}
+
+TEST_P(Fiber, StackSizeIsConfigurable) {
+  std::size_t touched = run([]() -> task<std::size_t> {
+    auto h = spawn_fiber(
+        *executor::current(),
+        [] {
+          // Half a megabyte of locals: far beyond the default stack, within this one.
+          volatile char big[512 * 1024];
+          big[0] = 1;
+          big[sizeof big - 1] = 2;
+          this_fiber::await(uring::nop());
+          return static_cast<std::size_t>(big[0] + big[sizeof big - 1]);
+        },
+        {.stack_size = 1024 * 1024});
+    co_return co_await h.join();
+  }());
+  EXPECT_EQ(touched, 3u);
+}
+
+INSTANTIATE_BACKENDS(Fiber);
+
+TEST(FiberMisuse, ThisFiberOutsideAFiberIsALogicError) {
+  EXPECT_FALSE(this_fiber::in_fiber());
+  try {
+    this_fiber::await(uring::nop());
+    ADD_FAILURE() << "await outside a fiber did not throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("uring::this_fiber::await: not called from a fiber"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(this_fiber::yield(), std::logic_error);
+  EXPECT_THROW(this_fiber::sleep_for(1ms), std::logic_error);
+  // From a coroutine on an executor: still not a fiber.
+  executor ex;
+  ex.run([]() -> task<void> {
+    EXPECT_FALSE(this_fiber::in_fiber());
+    EXPECT_THROW(this_fiber::await(uring::nop()), std::logic_error);
+    // Nor is a task that a fiber awaits: it runs on the driver, outside the fiber's stack.
+    auto h = spawn_fiber(*executor::current(), [] {
+      EXPECT_TRUE(this_fiber::in_fiber());
+      return this_fiber::await([]() -> task<bool> {
+        co_await uring::nop();
+        co_return this_fiber::in_fiber();
+      }());
+    });
+    EXPECT_FALSE(co_await h.join());
+    // An empty handle cannot be joined.
+    fiber_handle<int> empty;
+    EXPECT_THROW((void)empty.join(), std::logic_error);
+  }());
+}
+
+// The guard page: a fiber that recurses past its stack faults at the page below it (checked in a child
+// process, whose SIGSEGV handler runs on an alternate stack and reports where the fault was).
+constexpr std::size_t kSmallStack = 64 * 1024;
+std::atomic<std::uintptr_t> g_stack_top{0};
+
+void on_segv(int, siginfo_t* info, void*) {
+  auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  std::uintptr_t top = g_stack_top.load();
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // The guard page lies kSmallStack below the top of the usable stack (a little above the fiber's
+  // first local, which sits under Boost's record and the first frames).
+  const std::uintptr_t guard_low = top - kSmallStack - page;
+  const std::uintptr_t guard_high = top - kSmallStack + 4 * page;
+  const char* msg = addr >= guard_low && addr < guard_high ? "fault in the guard page\n" : "fault elsewhere\n";
+  (void)!::write(2, msg, std::char_traits<char>::length(msg));
+  ::_exit(addr >= guard_low && addr < guard_high ? 42 : 43);
+}
+
+volatile bool g_keep_going = true;  // the recursion ends only in the guard page, but the compiler must not know
+
+[[gnu::noinline]] int recurse(int depth) {
+  volatile char frame[256];
+  frame[0] = static_cast<char>(depth);
+  if (!g_keep_going) return frame[0];
+  return recurse(depth + 1) + frame[0];
+}
+
+void overflow_a_fiber() {
+  static char alt_stack[64 * 1024];
+  stack_t ss{};
+  ss.ss_sp = alt_stack;
+  ss.ss_size = sizeof alt_stack;
+  ::sigaltstack(&ss, nullptr);
+  struct sigaction sa {};
+  sa.sa_sigaction = on_segv;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  ::sigaction(SIGSEGV, &sa, nullptr);
+  executor ex;
+  ex.run([]() -> task<void> {
+    auto h = spawn_fiber(
+        *executor::current(),
+        [] {
+          volatile char top = 0;
+          g_stack_top = reinterpret_cast<std::uintptr_t>(&top);
+          return recurse(top);
+        },
+        {.stack_size = kSmallStack});
+    (void)co_await h.join();
+  }());
+  ::_exit(1);  // not reached: the recursion never ends
+}
+
+TEST(FiberGuardPage, OverflowFaultsAtOnceInTheGuardPage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(overflow_a_fiber(), ::testing::ExitedWithCode(42), "fault in the guard page");
+}
+
+}  // namespace
