@@ -1,8 +1,10 @@
 // emulated_backend.cpp — the backend contract without io_uring: for kernels that lack it, for seccomp
 // profiles that block it (Docker's default), and for tests that force it.
 //
-// Operations are attempted at submission with non-blocking syscalls (RWF_NOWAIT, so the caller's fd
-// flags are never touched). One that would block waits for readiness in epoll and is retried when its fd
+// Operations are attempted at submission with non-blocking syscalls (RWF_NOWAIT, MSG_DONTWAIT, so the
+// caller's fd flags are not touched; only accept and connect, which have no such per-call flag, switch a
+// blocking socket to non-blocking for the duration of the call). A multishot accept accepts everything
+// waiting, posting each connection flagged kCqeMore, and waits on. One that would block waits for readiness in epoll and is retried when its fd
 // is ready. Regular files cannot be waited for with epoll (EPERM), so their I/O completes synchronously
 // at submission, as io-wq would complete it later — the documented difference (docs/emulation.md).
 // Deadlines (timeouts, linked timeouts) sit in a heap and bound the epoll wait. Completions are queued in
@@ -10,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
@@ -53,8 +56,70 @@ int do_rw(const io_request& r, int flags) {
     return -errno;
   }
 }
-int attempt_rw(const io_request& r) { return do_rw(r, RWF_NOWAIT); }
 int blocking_rw(const io_request& r) { return do_rw(r, 0); }
+
+// Runs `f` (a syscall returning -1 and errno on failure) with `fd` non-blocking, and gives its result as
+// io_uring would: the value, or -errno. accept(2) and connect(2) have no per-call MSG_DONTWAIT, so a
+// blocking socket (the library's own are blocking, as io_uring prefers) is switched for the call only.
+template <class F>
+int nonblocking(int fd, F f) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0) return -errno;
+  const bool toggle = (flags & O_NONBLOCK) == 0;
+  if (toggle && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return -errno;
+  int rc;
+  do {
+    rc = f();
+  } while (rc < 0 && errno == EINTR);
+  const int err = errno;
+  if (toggle) ::fcntl(fd, F_SETFL, flags);
+  return rc < 0 ? -err : rc;
+}
+
+template <class F>
+int retry_eintr(F f) {
+  long rc;
+  do {
+    rc = f();
+  } while (rc < 0 && errno == EINTR);
+  return rc < 0 ? -errno : static_cast<int>(rc);
+}
+
+// One non-blocking attempt at an operation that waits for readiness: -EAGAIN means "wait in epoll".
+int attempt(const io_request& r) {
+  switch (r.code) {
+    case op_code::read:
+    case op_code::write:
+      return do_rw(r, RWF_NOWAIT);
+    case op_code::recv:
+      return retry_eintr([&] { return ::recv(r.fd, r.addr, r.len, static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
+    case op_code::send:
+      return retry_eintr([&] { return ::send(r.fd, r.addr, r.len, static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
+    case op_code::recvmsg:
+      return retry_eintr(
+          [&] { return ::recvmsg(r.fd, static_cast<msghdr*>(r.addr), static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
+    case op_code::sendmsg:
+      return retry_eintr([&] {
+        return ::sendmsg(r.fd, static_cast<const msghdr*>(r.addr), static_cast<int>(r.op_flags) | MSG_DONTWAIT);
+      });
+    case op_code::accept:
+    case op_code::accept_multishot:
+      return nonblocking(r.fd, [&] {
+        return ::accept4(r.fd, static_cast<sockaddr*>(r.addr), reinterpret_cast<socklen_t*>(r.aux),
+                         static_cast<int>(r.op_flags));
+      });
+    case op_code::connect: {
+      // The first call starts the handshake; a later one (once epoll says writable) reports how it went:
+      // EISCONN when it succeeded, the socket's error when it failed, EALREADY while it is still going.
+      int rc = nonblocking(r.fd, [&] { return ::connect(r.fd, static_cast<const sockaddr*>(r.addr), r.len); });
+      if (rc == -EINPROGRESS || rc == -EALREADY) return -EAGAIN;
+      if (rc == -EISCONN) return 0;
+      return rc;
+    }
+    default:
+      return -EINVAL;
+  }
+}
 
 std::int64_t now_ns() {
   timespec ts{};
@@ -68,7 +133,7 @@ std::int64_t to_ns(const timespec64& t) { return t.tv_sec * 1'000'000'000LL + t.
 // whether the kernel would have run it in a worker (not inline), which is what an async-only eventfd
 // signals for.
 int run_sync(const io_request& r, bool& in_worker) {
-  in_worker = r.code != op_code::close;
+  in_worker = r.code != op_code::close && r.code != op_code::shutdown;  // those two run inline
   long rc = -1;
   switch (r.code) {
     case op_code::openat: {
@@ -102,6 +167,9 @@ int run_sync(const io_request& r, bool& in_worker) {
       break;
     case op_code::fsync:
       rc = (r.op_flags & 1u) ? ::fdatasync(r.fd) : ::fsync(r.fd);
+      break;
+    case op_code::shutdown:
+      rc = ::shutdown(r.fd, static_cast<int>(r.len));
       break;
     default:
       return -EINVAL;
@@ -274,7 +342,19 @@ class emulated_backend final : public backend {
         return;
       case op_code::read:
       case op_code::write:
+      case op_code::recv:
+      case op_code::send:
+      case op_code::recvmsg:
+      case op_code::sendmsg:
+      case op_code::accept:
+      case op_code::connect:
         start_rw(op);
+        return;
+      case op_code::accept_multishot:
+        start_multishot(op);
+        return;
+      case op_code::cancel_fd:
+        post(op, cancel_fd(r.fd));
         return;
       case op_code::poll: {
         pollfd p{r.fd, static_cast<short>(r.op_flags), 0};
@@ -294,7 +374,8 @@ class emulated_backend final : public backend {
       case op_code::openat:
       case op_code::close:
       case op_code::statx:
-      case op_code::fsync: {
+      case op_code::fsync:
+      case op_code::shutdown: {
         bool in_worker = false;
         int res = run_sync(r, in_worker);
         post(op, res, 0, in_worker);
@@ -309,21 +390,72 @@ class emulated_backend final : public backend {
     // Later operations on an fd queue behind earlier ones, as they would in the kernel.
     auto it = fds_.find(r.fd);
     bool behind = it != fds_.end() && !list_for(it->second, r.code).empty();
-    int res = behind ? -EAGAIN : attempt_rw(r);
+    int res = behind ? -EAGAIN : attempt(r);
+    const bool rw = r.code == op_code::read || r.code == op_code::write;
     bool in_worker = false;  // the kernel would have punted it to io-wq
     if (res == -EAGAIN) {
       if (park_on_fd(op, list_for(fds_[r.fd], r.code))) return;
-      res = blocking_rw(r);  // epoll cannot watch this fd (a regular file): complete synchronously
-      in_worker = true;
-    } else if (res == -EOPNOTSUPP) {
+      // epoll cannot watch this fd (a regular file): complete synchronously. Sockets it always watches.
+      res = rw ? blocking_rw(r) : -EBADF;
+      in_worker = rw;
+    } else if (res == -EOPNOTSUPP && rw) {
       res = blocking_rw(r);
       in_worker = true;
     }
     post(op, res, 0, in_worker);
   }
 
+  // A multishot accept: every connection waiting now completes at once (flagged kCqeMore), then the
+  // operation waits for more in epoll. Only an error (or a cancel) ends it.
+  void start_multishot(operation& op) {
+    auto it = fds_.find(op.request.fd);
+    bool behind = it != fds_.end() && !it->second.readers.empty();
+    if (!behind && accept_all(op)) return;
+    if (!park_on_fd(op, fds_[op.request.fd].readers)) post(op, -EBADF);
+  }
+
+  // Accepts until the backlog is empty (false: the operation goes on) or an error ends it (true, posted).
+  bool accept_all(operation& op) {
+    for (;;) {
+      int fd = attempt(op.request);
+      if (fd == -EAGAIN) return false;
+      if (fd < 0) {
+        post(op, fd);
+        return true;
+      }
+      post(op, fd, kCqeMore);
+    }
+  }
+
+  // IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL: every waiting operation on `fd` completes -ECANCELED.
+  int cancel_fd(int fd) {
+    std::vector<operation*> victims;
+    for (const auto& [op, id] : waiting_) {
+      if (op->request.code != op_code::timeout && op->request.fd == fd) victims.push_back(op);
+    }
+    for (operation* v : victims) {
+      unpark(*v);
+      post(*v, -ECANCELED);
+    }
+    return victims.empty() ? -ENOENT : static_cast<int>(victims.size());
+  }
+
   static std::deque<operation*>& list_for(fd_state& st, op_code code) {
-    return code == op_code::read ? st.readers : code == op_code::write ? st.writers : st.pollers;
+    switch (code) {
+      case op_code::read:
+      case op_code::recv:
+      case op_code::recvmsg:
+      case op_code::accept:
+      case op_code::accept_multishot:
+        return st.readers;
+      case op_code::write:
+      case op_code::send:
+      case op_code::sendmsg:
+      case op_code::connect:
+        return st.writers;
+      default:
+        return st.pollers;
+    }
   }
 
   // Records that `op` waits, arming its linked timeout if it has one. Returns the wait's id.
@@ -439,7 +571,13 @@ class emulated_backend final : public backend {
   void retry(std::deque<operation*>& list) {
     while (!list.empty()) {
       operation& op = *list.front();
-      int res = attempt_rw(op.request);
+      if (op.request.code == op_code::accept_multishot) {
+        if (!accept_all(op)) return;  // it waits on, at the head of the list
+        list.pop_front();
+        waiting_.erase(&op);
+        continue;
+      }
+      int res = attempt(op.request);
       if (res == -EAGAIN) return;
       list.pop_front();
       waiting_.erase(&op);

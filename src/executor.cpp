@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <mutex>
 #include <cstdio>
 #include <cstdlib>
@@ -209,16 +210,29 @@ struct executor::impl {
           on_message_cqe(batch[i]);
           continue;
         }
-        --queue.inflight;
         auto* op = reinterpret_cast<detail::operation*>(batch[i].user_data);
+        if (batch[i].flags & detail::kCqeMore) [[unlikely]] {
+          complete_multishot(*op, batch[i]);  // not final: the operation stays in flight
+          continue;
+        }
+        --queue.inflight;
         if (queue.closed) {
           op->state = detail::op_state::idle;  // drained: its frame may now be freed
+          if (op->multishot) complete_multishot(*op, batch[i]);
           continue;
         }
         op->finish(batch[i].res, batch[i].flags);
       }
       if (n < kBatch) return;
     }
+  }
+
+  // Every completion of a multishot operation reaches its complete fn, even during shutdown (see
+  // operation::multishot): what it delivers must not leak, and an abandoned one frees itself.
+  static void complete_multishot(detail::operation& op, const detail::completion& c) noexcept {
+    op.res = c.res;
+    op.cqe_flags = c.flags;
+    op.complete(&op);
   }
 
   // Shutting down: quiesce(), then release_frames(). A member of an executor_group defers the second
@@ -249,9 +263,12 @@ struct executor::impl {
     queue.closed = true;
     hub->quiesce();
     // Operations awaited this turn never reached the kernel: forget them.
-    for (detail::operation* op = queue.take_all(); op != nullptr; op = op->next) {
+    for (detail::operation* op = queue.take_all(); op != nullptr;) {
+      detail::operation* next = op->next;  // a multishot operation may free itself
       --queue.inflight;
       op->state = detail::op_state::idle;
+      if (op->multishot) complete_multishot(*op, detail::completion{0, -ECANCELED, 0});
+      op = next;
     }
     try {
       if (backend) backend->flush();  // messages already sent must leave before the ring closes
@@ -303,6 +320,15 @@ const char* to_string(op_kind k) noexcept {
     case op_kind::close: return "close";
     case op_kind::statx: return "statx";
     case op_kind::fsync: return "fsync";
+    case op_kind::accept: return "accept";
+    case op_kind::accept_multishot: return "accept_multishot";
+    case op_kind::connect: return "connect";
+    case op_kind::recv: return "recv";
+    case op_kind::send: return "send";
+    case op_kind::recvmsg: return "recvmsg";
+    case op_kind::sendmsg: return "sendmsg";
+    case op_kind::shutdown: return "shutdown";
+    case op_kind::cancel_fd: return "cancel_fd";
   }
   return "?";
 }

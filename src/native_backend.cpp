@@ -23,6 +23,8 @@ namespace uring::detail {
 
 namespace {
 
+static_assert(kCqeMore == IORING_CQE_F_MORE);
+
 unsigned to_kernel(ring_flags f) {
   unsigned k = 0;
   if (any(f & ring_flags::submit_all)) k |= IORING_SETUP_SUBMIT_ALL;
@@ -229,6 +231,35 @@ class native_backend final : public backend {
         break;
       case op_code::fsync:
         io_uring_prep_fsync(sqe, r.fd, r.op_flags);
+        break;
+      case op_code::accept:
+        io_uring_prep_accept(sqe, r.fd, static_cast<sockaddr*>(r.addr), reinterpret_cast<socklen_t*>(r.aux),
+                             static_cast<int>(r.op_flags));
+        break;
+      case op_code::accept_multishot:
+        io_uring_prep_multishot_accept(sqe, r.fd, static_cast<sockaddr*>(r.addr),
+                                       reinterpret_cast<socklen_t*>(r.aux), static_cast<int>(r.op_flags));
+        break;
+      case op_code::connect:
+        io_uring_prep_connect(sqe, r.fd, static_cast<const sockaddr*>(r.addr), r.len);
+        break;
+      case op_code::recv:
+        io_uring_prep_recv(sqe, r.fd, r.addr, r.len, static_cast<int>(r.op_flags));
+        break;
+      case op_code::send:
+        io_uring_prep_send(sqe, r.fd, r.addr, r.len, static_cast<int>(r.op_flags));
+        break;
+      case op_code::recvmsg:
+        io_uring_prep_recvmsg(sqe, r.fd, static_cast<msghdr*>(r.addr), r.op_flags);
+        break;
+      case op_code::sendmsg:
+        io_uring_prep_sendmsg(sqe, r.fd, static_cast<const msghdr*>(r.addr), r.op_flags);
+        break;
+      case op_code::shutdown:
+        io_uring_prep_shutdown(sqe, r.fd, static_cast<int>(r.len));
+        break;
+      case op_code::cancel_fd:
+        io_uring_prep_cancel_fd(sqe, r.fd, IORING_ASYNC_CANCEL_ALL);
         break;
     }
     io_uring_sqe_set_data(sqe, &op);

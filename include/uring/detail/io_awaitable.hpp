@@ -12,6 +12,7 @@
 //
 // An operation whose request points at data it must own (a path, a struct statx to fill) carries that
 // data as a Payload: the request is pointed into it only at start(), when the awaitable no longer moves.
+// A payload with value() or value(res) makes the throwing form yield that instead of the kernel's result.
 // Most operations have none (no_payload: empty, and binding it is a no-op).
 #pragma once
 
@@ -69,6 +70,11 @@ struct linked_payload {
   {
     return inner.value();
   }
+  decltype(auto) value(std::int32_t res)
+    requires requires(Inner& i) { i.value(res); }
+  {
+    return inner.value(res);
+  }
 };
 
 template <class P>
@@ -113,19 +119,28 @@ class [[nodiscard]] io_awaitable : private operation {
   }
 
   auto await_resume() {
-    if (cancel_) [[unlikely]] finish_cancellation();
+    // An operation cancelled while it blocked in an io-wq worker (a unix-domain connect to a full queue)
+    // says EINTR, the worker's interrupted syscall: report the cancel as such. Only operations that can
+    // be cancelled look (plain ones pay nothing).
+    if (cancel_) [[unlikely]] {
+      finish_cancellation();
+      if (res == -EINTR && token_.stop_requested()) res = -ECANCELED;
+    }
     std::int32_t r = res;
     if constexpr (std::is_same_v<Payload, timer_payload>) {
       if (r == -ETIME) r = 0;  // a sleep that ran its course
     }
     if constexpr (is_linked<Payload>) {
+      if (r == -EINTR) r = -ECANCELED;
       if (r == -ECANCELED && !token_.stop_requested()) r = -ETIMEDOUT;  // its linked timeout fired
     }
     if constexpr (!Throw) {
       return io_result{r};
     } else {
       if (r < 0) throw_errno(-r, name_);
-      if constexpr (requires { payload_.value(); }) {
+      if constexpr (requires { payload_.value(r); }) {
+        return payload_.value(r);  // a result built from the payload and the kernel's answer (recv_from)
+      } else if constexpr (requires { payload_.value(); }) {
         return payload_.value();
       } else if constexpr (!std::is_void_v<Result>) {
         return static_cast<Result>(r);

@@ -27,9 +27,23 @@ enum class op_code : std::uint8_t {
   close,    // fd
   statx,    // fd = dirfd, addr = path, op_flags = AT_* flags, len = mask, aux = struct statx*
   fsync,    // fd, op_flags = IORING_FSYNC_DATASYNC (1) for fdatasync
+  // Sockets (uring/net/). Sends always carry MSG_NOSIGNAL from the caller: a closed peer is EPIPE, not a signal.
+  accept,            // fd, addr = sockaddr* (or null), aux = socklen_t*, op_flags = SOCK_* flags. The new fd
+  accept_multishot,  // as accept; one completion per connection, flagged kCqeMore while more will come
+  connect,           // fd, addr = const sockaddr*, len = its length
+  recv,              // fd, addr, len, op_flags = MSG_* flags. Byte count, 0 at end of stream
+  send,              // fd, addr, len, op_flags = MSG_* flags
+  recvmsg,           // fd, addr = msghdr*, op_flags = MSG_* flags
+  sendmsg,           // fd, addr = const msghdr*, op_flags = MSG_* flags
+  shutdown,          // fd, len = SHUT_RD / SHUT_WR / SHUT_RDWR
+  cancel_fd,         // fd: cancels every operation in flight on it; completes with how many, or -ENOENT
 };
 
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::fsync) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::cancel_fd) + 1;
+
+// A completion flag (the kernel's IORING_CQE_F_MORE): a multishot operation will complete again. Only the
+// completion without it is final.
+inline constexpr std::uint32_t kCqeMore = 1u << 1;
 
 inline constexpr std::uint32_t kTimeoutAbsolute = 1;  // timeout: addr is a CLOCK_MONOTONIC deadline
 
@@ -66,6 +80,11 @@ struct operation {
   std::int32_t res = 0;        // byte count or other non-negative result, or -errno
   std::uint32_t cqe_flags = 0;
   op_state state = op_state::idle;
+  // A multishot operation: `complete` (never null for one) sees every completion, also those reaped
+  // while the executor shuts down, because the operation may own what each one delivers (an accepted fd)
+  // and may outlive its owner (it then frees itself on the final one). It must not resume coroutines
+  // inline: it schedules them.
+  bool multishot = false;
   io_request request;
 
   void finish(std::int32_t result, std::uint32_t flags) noexcept {

@@ -1,0 +1,92 @@
+// uring/net/tcp_stream.hpp — a connected stream socket: TCP, or unix-domain (unix_stream).
+//
+// Provides: uring::net::tcp_stream, uring::net::unix_stream, uring::net::no_timeout.
+// Threads: await its operations from a coroutine on an executor; see uring/net/socket.hpp for the rest.
+//
+// The single operations (connect, read_some, write_some, shutdown) are the library's ordinary
+// awaitables: they throw std::system_error naming the operation ("connect: Connection refused"), and
+// `.nothrow()`, uring::with_timeout and uring::with_stop_token apply to them. The composite ones
+// (connect_to, read_exactly, write_all) are tasks that take a timeout (for the whole call) and a stop
+// token; without a token they follow the awaiting task's. A timeout fails with ETIMEDOUT, a stop with
+// ECANCELED. Buffers must stay valid until the co_await returns. Sends never raise SIGPIPE (MSG_NOSIGNAL):
+// a peer that has gone is EPIPE or ECONNRESET. Minimum kernel: 5.6 (IORING_OP_CONNECT/SEND/RECV), 5.11
+// for shutdown.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstddef>
+#include <stop_token>
+
+#include "uring/buffer.hpp"
+#include "uring/io.hpp"
+#include "uring/net/address.hpp"
+#include "uring/net/socket.hpp"
+#include "uring/task.hpp"
+
+namespace uring::detail {
+// The peer address of a connect, owned by its operation (the kernel reads it after submission).
+struct connect_payload {
+  net::address peer;
+  void bind(io_request& r) noexcept {
+    r.addr = peer.data();
+    r.len = peer.size();
+  }
+};
+}  // namespace uring::detail
+
+namespace uring::net {
+
+// As a timeout: none.
+inline constexpr std::chrono::nanoseconds no_timeout{0};
+
+
+class tcp_stream : public socket {
+ public:
+  using socket::socket;
+
+  // A new, unconnected stream socket of `family` (AF_INET, AF_INET6, AF_UNIX).
+  static tcp_stream open(int family);
+  // Opens a socket for `peer`'s family and connects it, within `timeout` if one is given.
+  static task<tcp_stream> connect_to(address peer, std::chrono::nanoseconds timeout = no_timeout,
+                                     std::stop_token stop = {});
+
+  // Connects this (opened, unconnected) socket to `peer`.
+  [[nodiscard]] detail::io_awaitable<void, true, detail::connect_payload> connect(const address& peer) const {
+    return {"connect", {.code = detail::op_code::connect, .fd = fd()}, detail::connect_payload{peer}};
+  }
+
+  // Receives up to buf.size() bytes; yields the count, 0 when the peer has shut its side down.
+  [[nodiscard]] detail::io_awaitable<std::size_t> read_some(mutable_buffer buf) const noexcept {
+    return {"read_some",
+            {.code = detail::op_code::recv, .fd = fd(), .len = detail::clamp_len(buf.size()),
+             .addr = buf.data()}};
+  }
+
+  // Sends up to buf.size() bytes; yields the count, which may be short.
+  [[nodiscard]] detail::io_awaitable<std::size_t> write_some(const_buffer buf) const noexcept {
+    return {"write_some",
+            {.code = detail::op_code::send, .fd = fd(), .len = detail::clamp_len(buf.size()),
+             .op_flags = MSG_NOSIGNAL, .addr = const_cast<void*>(buf.data())}};
+  }
+
+  // Shuts down one or both directions: SHUT_WR (the peer reads end of stream), SHUT_RD, SHUT_RDWR.
+  [[nodiscard]] detail::io_awaitable<void> shutdown(int how = SHUT_WR) const noexcept {
+    return {"shutdown", {.code = detail::op_code::shutdown, .fd = fd(), .len = static_cast<std::uint32_t>(how)}};
+  }
+
+  // Fills `buf` completely. If the peer ends the stream first, throws std::system_error(ENODATA,
+  // "read_exactly: end of stream after N of M bytes"); the bytes read so far are in buf.
+  task<void> read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout = no_timeout, std::stop_token stop = {}) const;
+  // Sends all of `buf`, looping on short writes.
+  task<void> write_all(const_buffer buf, std::chrono::nanoseconds timeout = no_timeout, std::stop_token stop = {}) const;
+
+  // TCP_NODELAY (TCP only).
+  void set_nodelay(bool on);
+};
+
+// A unix-domain stream socket is the same type: every operation above applies (set_nodelay does not).
+using unix_stream = tcp_stream;
+
+}  // namespace uring::net

@@ -1,0 +1,223 @@
+// uring-echo as a user runs it: a real process on an ephemeral port, real clients, SIGTERM drains it and it
+// exits 0. Natively and emulated, with one and with two executors.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+extern char** environ;
+
+namespace {
+
+using uring::test::unique_fd;
+
+// The sample running as a child, its stdout and stderr on pipes.
+class echo_process {
+ public:
+  explicit echo_process(std::vector<std::string> args) {
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    args.insert(args.begin(), URING_ECHO_PROGRAM);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, URING_ECHO_PROGRAM, &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    ::close(err[1]);
+    out_.reset(out[0]);
+    err_.reset(err[0]);
+  }
+  ~echo_process() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // The first line of stdout.
+  std::string first_line() {
+    std::string line;
+    char c;
+    while (::read(out_.get(), &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  }
+  // Everything on stderr, once the process has ended.
+  std::string errors() {
+    std::string all;
+    char buf[512];
+    for (ssize_t n; (n = ::read(err_.get(), buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
+    return all;
+  }
+  void signal(int sig) const { ::kill(pid_, sig); }
+  // The exit status, or -1 if it did not exit normally.
+  int wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  unique_fd out_, err_;
+};
+
+int port_of(const std::string& line) {
+  auto colon = line.find("127.0.0.1:");
+  return colon == std::string::npos ? -1 : std::atoi(line.c_str() + colon + 10);
+}
+
+// A blocking client with a receive timeout, so that a broken server fails the test instead of hanging it.
+unique_fd connect_to(int port) {
+  unique_fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  timeval limit{10, 0};
+  ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(s.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) s.reset();
+  return s;
+}
+
+std::string echo(int fd, const std::string& msg) {
+  if (::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size())) return "(send failed)";
+  std::string back;
+  char buf[4096];
+  while (back.size() < msg.size()) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    back.append(buf, static_cast<std::size_t>(n));
+  }
+  return back;
+}
+
+// recv's result once the server is done with the connection: 0 (end of stream) expected.
+ssize_t read_end(int fd) {
+  char c;
+  return ::recv(fd, &c, 1, 0);
+}
+
+struct echo_config {
+  std::string backend;
+  int threads;
+};
+
+class EchoSample : public ::testing::TestWithParam<echo_config> {
+ protected:
+  std::vector<std::string> args(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a{"--port", "0", "--backend", GetParam().backend, "--threads",
+                               std::to_string(GetParam().threads)};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+};
+
+TEST_P(EchoSample, EchoesThenDrainsOnSigtermAndExitsZero) {
+  echo_process server(args());
+  std::string line = server.first_line();
+  int port = port_of(line);
+  ASSERT_GT(port, 0) << line;
+  EXPECT_NE(line.find(GetParam().backend + " backend"), std::string::npos) << line;
+
+  std::vector<unique_fd> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.push_back(connect_to(port));
+    ASSERT_GE(clients.back().get(), 0);
+    std::string msg = "message " + std::to_string(i) + std::string(static_cast<std::size_t>(i) * 1000, 'x');
+    EXPECT_EQ(echo(clients.back().get(), msg), msg);
+  }
+  // Connections still open at SIGTERM are closed by the drain, then the process exits 0.
+  server.signal(SIGTERM);
+  for (auto& c : clients) EXPECT_EQ(read_end(c.get()), 0);
+  EXPECT_EQ(server.wait(), 0);
+  EXPECT_NE(server.errors().find("draining"), std::string::npos);
+}
+
+TEST_P(EchoSample, SigintDrainsToo) {
+  echo_process server(args());
+  int port = port_of(server.first_line());
+  ASSERT_GT(port, 0);
+  unique_fd c = connect_to(port);
+  EXPECT_EQ(echo(c.get(), "ping"), "ping");
+  server.signal(SIGINT);
+  EXPECT_EQ(read_end(c.get()), 0);
+  EXPECT_EQ(server.wait(), 0);
+}
+
+TEST_P(EchoSample, IdleConnectionsAreClosed) {
+  echo_process server(args({"--idle-timeout", "0.2"}));
+  int port = port_of(server.first_line());
+  ASSERT_GT(port, 0);
+  unique_fd c = connect_to(port);
+  EXPECT_EQ(echo(c.get(), "still here"), "still here");
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_end(c.get()), 0);  // the server gave up on us
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(150));
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, EchoSample,
+                         ::testing::Values(echo_config{"native", 1}, echo_config{"native", 2},
+                                           echo_config{"emulated", 1}, echo_config{"emulated", 2}),
+                         [](const auto& info) {
+                           return info.param.backend + "_" + std::to_string(info.param.threads) + "_threads";
+                         });
+
+TEST(EchoSampleFlags, HelpAndBadArguments) {
+  {
+    echo_process p({"--help"});
+    EXPECT_EQ(p.first_line().rfind("usage: uring-echo", 0), 0u);
+    EXPECT_EQ(p.wait(), 0);
+  }
+  {
+    echo_process p({"--threads", "zero"});
+    EXPECT_EQ(p.wait(), 2);
+    EXPECT_NE(p.errors().find("--threads: 'zero' is not a number"), std::string::npos);
+  }
+  {
+    echo_process p({"--address", "not-an-ip", "--port", "0"});
+    EXPECT_EQ(p.wait(), 1);
+    EXPECT_NE(p.errors().find("not-an-ip"), std::string::npos);
+  }
+}
+
+TEST(EchoSampleFlags, PortInUseIsReported) {
+  echo_process first({"--port", "0"});
+  int port = port_of(first.first_line());
+  ASSERT_GT(port, 0);
+  // SO_REUSEPORT only shares a port within one user's sockets that all set it; a plain listener blocks it.
+  unique_fd blocker(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(blocker.get(), reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+  socklen_t len = sizeof any;
+  ::getsockname(blocker.get(), reinterpret_cast<sockaddr*>(&any), &len);
+  ::listen(blocker.get(), 1);
+  echo_process second({"--port", std::to_string(ntohs(any.sin_port))});
+  EXPECT_EQ(second.wait(), 1);
+  EXPECT_NE(second.errors().find("Address already in use"), std::string::npos);
+  first.signal(SIGTERM);
+  EXPECT_EQ(first.wait(), 0);
+}
+
+}  // namespace
