@@ -18,41 +18,29 @@
 // `--port 0` binds a free port and the first line on stdout says which. SIGTERM or SIGINT (a signalfd)
 // drains: stop accepting, answer the requests already received, close, exit 0.
 #include <fcntl.h>
-#include <pthread.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <array>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <latch>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
+#include <utility>
 
 #include <uring/http/parser.hpp>
 #include <uring/uring.hpp>
 
+#include "server.hpp"
+
 namespace {
 
 using uring::task;
-using uring::net::tcp_listener;
 using uring::net::tcp_stream;
 using std::chrono::milliseconds;
 
 struct config {
-  std::string address = "127.0.0.1";
-  int port = 8080;
-  int threads = 1;
-  uring::backend_kind backend = uring::backend_kind::automatic;
+  sample::server_flags server{.port = 8080};
   std::string root = ".";
   int max_connections = 10'000;
   milliseconds header_timeout{10'000};
@@ -76,54 +64,17 @@ struct config {
 
 config parse(int argc, char** argv) {
   config c;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "uring-http: %s needs a value\n", a.c_str());
-        usage(2);
-      }
-      return argv[++i];
-    };
-    auto number = [&](double lo, double hi) {
-      std::string v = value();
-      char* end = nullptr;
-      double d = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || d < lo || d > hi) {
-        std::fprintf(stderr, "uring-http: %s: '%s' is not a number in [%g, %g]\n", a.c_str(), v.c_str(), lo, hi);
-        usage(2);
-      }
-      return d;
-    };
-    if (a == "--address") {
-      c.address = value();
-    } else if (a == "--port") {
-      c.port = static_cast<int>(number(0, 65535));
-    } else if (a == "--threads") {
-      c.threads = static_cast<int>(number(1, 1024));
-    } else if (a == "--root") {
-      c.root = value();
-    } else if (a == "--max-connections") {
-      c.max_connections = static_cast<int>(number(1, 1e7));
-    } else if (a == "--header-timeout") {
-      c.header_timeout = milliseconds(static_cast<long>(number(0.001, 1e6) * 1000));
-    } else if (a == "--backend") {
-      std::string b = value();
-      if (b == "auto") {
-        c.backend = uring::backend_kind::automatic;
-      } else if (b == "native") {
-        c.backend = uring::backend_kind::native;
-      } else if (b == "emulated") {
-        c.backend = uring::backend_kind::emulated;
-      } else {
-        std::fprintf(stderr, "uring-http: --backend: '%s' is not auto, native or emulated\n", b.c_str());
-        usage(2);
-      }
-    } else if (a == "--help" || a == "-h") {
-      usage(0);
+  sample::flag_reader args("uring-http", argc, argv, usage);
+  while (args.next()) {
+    if (args.common(c.server)) continue;
+    if (args.flag() == "--root") {
+      c.root = args.value();
+    } else if (args.flag() == "--max-connections") {
+      c.max_connections = static_cast<int>(args.number(1, 1e7));
+    } else if (args.flag() == "--header-timeout") {
+      c.header_timeout = milliseconds(static_cast<long>(args.number(0.001, 1e6) * 1000));
     } else {
-      std::fprintf(stderr, "uring-http: unknown argument '%s'\n", a.c_str());
-      usage(2);
+      args.unknown();
     }
   }
   struct stat st {};
@@ -134,33 +85,13 @@ config parse(int argc, char** argv) {
   return c;
 }
 
-// Connections open over all threads: the --max-connections cap.
+// Connections open over all threads: the --max-connections cap. release_connection gives one back and
+// tells the worker the connection finished.
 std::atomic<int> open_connections{0};
 
-// One executor's share of the server: its connections and the drain.
-struct worker {
-  const config* cfg = nullptr;
-  std::stop_source drain;           // requested on the worker's own thread: stop accepting, end waiting reads
-  int live = 0;                     // connections being served
-  std::coroutine_handle<> drained;  // serve(), waiting for the last connection to finish
-  std::mutex mutex;
-  uring::executor* ex = nullptr;  // null once the executor is gone (guarded by mutex)
-  std::string failure;
-};
-
-// Resumes serve() once every connection has finished.
-struct all_finished {
-  worker* w;
-  bool await_ready() const noexcept { return w->live == 0; }
-  void await_suspend(std::coroutine_handle<> h) const noexcept { w->drained = h; }
-  void await_resume() const noexcept {}
-};
-
-void connection_finished(worker& w) {
+void release_connection(sample::worker& w) {
   open_connections.fetch_sub(1, std::memory_order_relaxed);
-  if (--w.live == 0 && w.drained) {
-    uring::executor::current()->post([h = std::exchange(w.drained, {})] { h.resume(); });
-  }
+  sample::connection_finished(w);
 }
 
 constexpr std::size_t max_file = 64 * 1024 * 1024;  // larger files are refused (413) rather than buffered
@@ -214,7 +145,7 @@ task<std::pair<int, std::string>> read_file(const std::string& root, std::string
 }
 
 // Appends the answer to `req` to `out`.
-task<void> answer(const worker& w, const uring::http::request& req, std::string& out) {
+task<void> answer(const config& c, const uring::http::request& req, std::string& out) {
   using uring::http::header;
   bool head = req.method == "HEAD";
   std::string_view path = uring::http::target_path(req.target);
@@ -228,7 +159,7 @@ task<void> answer(const worker& w, const uring::http::request& req, std::string&
     status = 200;
     body = "hello\n";
   } else if (path.starts_with("/file/")) {
-    std::tie(status, body) = co_await read_file(w.cfg->root, path.substr(5));
+    std::tie(status, body) = co_await read_file(c.root, path.substr(5));
     if (status == 200) type = "application/octet-stream";
   }
   header headers[] = {{"Content-Type", type}, {"Allow", "GET, HEAD"}};
@@ -257,14 +188,14 @@ task<void> answer_and_close(const tcp_stream& s, std::string_view answer) {
 }
 
 // Serves one connection's requests in order until it closes, fails, breaks a rule or times out.
-task<void> serve_connection(tcp_stream s, worker* w) {
-  const config& c = *w->cfg;
+task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) {
+  const config& c = *cfg;
   std::string out;
   try {
     if (open_connections.fetch_add(1, std::memory_order_relaxed) >= c.max_connections) {
       uring::http::append_response(out, 503, {}, "too many connections\n", false);
       co_await answer_and_close(s, out);
-      connection_finished(*w);
+      release_connection(*w);
       co_return;
     }
     uring::http::request_parser parser;
@@ -286,7 +217,7 @@ task<void> serve_connection(tcp_stream s, worker* w) {
         }
         const auto& req = parser.get();
         bool keep = req.keep_alive;
-        co_await answer(*w, req, out);
+        co_await answer(c, req, out);
         answered = true;
         if (!keep) {
           open = false;
@@ -321,129 +252,18 @@ task<void> serve_connection(tcp_stream s, worker* w) {
   } catch (const std::system_error&) {
     // The peer reset or stopped reading in the middle of an answer: nothing to tell it.
   }
-  connection_finished(*w);
+  release_connection(*w);
 }
 
-task<void> serve(const tcp_listener* listener, worker* w) {
-  auto connections = listener->accept_all();
-  while (!w->drain.stop_requested()) {
-    tcp_stream s;
-    bool failed = false;
-    try {
-      s = co_await connections.next(w->drain.get_token());
-    } catch (const std::system_error& e) {
-      if (w->drain.stop_requested()) break;
-      // Out of fds and the like: say so and go on; the connection waits in the backlog meanwhile.
-      std::fprintf(stderr, "uring-http: %s\n", e.what());
-      failed = true;
-    }
-    if (failed) {
-      co_await uring::sleep_for(milliseconds(10));
-      continue;
-    }
-    ++w->live;
-    uring::spawn(serve_connection(std::move(s), w));
-  }
-  co_await all_finished{w};
-}
-
-void run_worker(const tcp_listener* listener, worker* w, uring::executor_options opts, std::latch* started) {
-  try {
-    uring::executor ex(opts);
-    {
-      std::lock_guard lock(w->mutex);
-      w->ex = &ex;
-    }
-    started->count_down();
-    started = nullptr;
-    try {
-      ex.run(serve(listener, w));
-    } catch (...) {
-      std::lock_guard lock(w->mutex);
-      w->ex = nullptr;
-      throw;
-    }
-    std::lock_guard lock(w->mutex);
-    w->ex = nullptr;
-  } catch (const std::exception& e) {
-    w->failure = e.what();
-    if (started != nullptr) started->count_down();
-  }
-}
+// The connection handler run_server spawns: a plain function object, copied to every thread.
+struct http_handler {
+  const config* cfg;
+  task<void> operator()(tcp_stream s, sample::worker* w) const { return serve_connection(std::move(s), w, cfg); }
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   config c = parse(argc, argv);
-
-  // SIGTERM and SIGINT are blocked in every thread (the mask is inherited) and read from a signalfd.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
-  if (signal_fd < 0) {
-    std::fprintf(stderr, "uring-http: signalfd: %s\n", std::strerror(errno));
-    return 1;
-  }
-
-  // Every listener is bound before any thread starts, as in uring-echo: --port 0 yields one shared port.
-  std::vector<tcp_listener> listeners;
-  uring::net::address where;
-  try {
-    where = uring::net::address::ip(c.address, static_cast<std::uint16_t>(c.port));
-    uring::net::listen_options opts;
-    opts.reuse_port = true;
-    listeners.push_back(tcp_listener::bind(where, opts));
-    where = listeners.front().local_address();
-    for (int i = 1; i < c.threads; ++i) listeners.push_back(tcp_listener::bind(where, opts));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "uring-http: %s\n", e.what());
-    return 1;
-  }
-
-  uring::executor_options opts;
-  opts.backend = c.backend;
-  std::vector<std::unique_ptr<worker>> workers;
-  std::vector<std::thread> threads;
-  std::latch started(c.threads);
-  for (int i = 0; i < c.threads; ++i) {
-    workers.push_back(std::make_unique<worker>());
-    workers.back()->cfg = &c;
-    threads.emplace_back(run_worker, &listeners[static_cast<std::size_t>(i)], workers.back().get(), opts, &started);
-  }
-  started.wait();
-  std::string backend = "?";
-  {
-    std::lock_guard lock(workers.front()->mutex);
-    if (workers.front()->ex != nullptr) backend = to_string(workers.front()->ex->plan().backend);
-  }
-  std::printf("uring-http: listening on %s (%d threads, %s backend)\n", where.to_string().c_str(), c.threads,
-              backend.c_str());
-  std::fflush(stdout);
-
-  signalfd_siginfo info{};
-  while (::read(signal_fd, &info, sizeof info) < 0 && errno == EINTR) {
-  }
-  std::fprintf(stderr, "uring-http: %s: draining\n", strsignal(static_cast<int>(info.ssi_signo)));
-  for (auto& w : workers) {
-    std::lock_guard lock(w->mutex);
-    if (w->ex == nullptr) continue;
-    try {
-      w->ex->post([wp = w.get()] { wp->drain.request_stop(); });
-    } catch (const std::system_error&) {
-      // It stopped already.
-    }
-  }
-  for (auto& t : threads) t.join();
-  ::close(signal_fd);
-  int status = 0;
-  for (auto& w : workers) {
-    if (!w->failure.empty()) {
-      std::fprintf(stderr, "uring-http: a worker failed: %s\n", w->failure.c_str());
-      status = 1;
-    }
-  }
-  return status;
+  return sample::run_server("uring-http", c.server, http_handler{&c});
 }
