@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# http_vs_nginx.sh [uring-http] — requests/s of `GET /` ("hello\n", keep-alive) from wrk against uring-http
+# --threads 1 (native and emulated) and nginx with one worker (`return 200 "hello\n"`), side by side.
+# The server runs pinned to CPU 0 and wrk to CPU 1 (taskset), the variants interleaved REPS times; prints
+# each run and the median per variant with its ratio to nginx. Needs wrk and nginx (scripts/install-deps).
+# Environment: REPS (default 3), DURATION (wrk -d, default 10s), CONNECTIONS (wrk -c, default 50),
+# NGINX_PORT (default 18089).
+set -euo pipefail
+server=${1:-build/release/samples/uring-http}
+reps=${REPS:-3}
+duration=${DURATION:-10s}
+connections=${CONNECTIONS:-50}
+nginx_port=${NGINX_PORT:-18089}
+command -v wrk >/dev/null || { echo "wrk not found (scripts/install-deps)"; exit 1; }
+nginx=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$nginx" ] || { echo "nginx not found (scripts/install-deps)"; exit 1; }
+[ -x "$server" ] || { echo "$server not found: build the release preset first"; exit 1; }
+
+dir=$(mktemp -d)
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+cat >"$dir/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $dir;
+  proxy_temp_path $dir;
+  fastcgi_temp_path $dir;
+  uwsgi_temp_path $dir;
+  scgi_temp_path $dir;
+  server {
+    listen 127.0.0.1:$nginx_port;
+    default_type text/plain;
+    location / { return 200 "hello\n"; }
+  }
+}
+EOF
+
+# start VARIANT: starts the server on CPU 0, sets pid and url.
+start() {
+  case $1 in
+    nginx)
+      taskset -c 0 "$nginx" -c "$dir/nginx.conf" -e "$dir/error.log" &
+      pid=$!
+      url=http://127.0.0.1:$nginx_port/
+      for _ in $(seq 100); do curl -s -o /dev/null "$url" && break; sleep 0.05; done
+      ;;
+    uring-native | uring-emulated)
+      coproc srv { exec taskset -c 0 "$server" --port 0 --threads 1 --backend "${1#uring-}"; }
+      pid=$srv_PID
+      IFS= read -r -t 10 banner <&"${srv[0]}"
+      port=${banner#*127.0.0.1:}
+      url=http://127.0.0.1:${port%% *}/
+      ;;
+  esac
+  [ "$(curl -s "$url")" = hello ] || { echo "$1 does not answer hello at $url"; exit 1; }
+}
+stop() {
+  kill -TERM "$pid"
+  wait "$pid" || true
+  pid=
+}
+
+variants=(nginx uring-native uring-emulated)
+declare -A runs
+echo "wrk -t1 -c$connections -d$duration (CPU 1) against each server (CPU 0), $reps interleaved rounds"
+for round in $(seq "$reps"); do
+  for v in "${variants[@]}"; do
+    start "$v"
+    rps=$(taskset -c 1 wrk -t1 -c"$connections" -d"$duration" "$url" | awk '/Requests\/sec/ {print $2}')
+    stop
+    runs[$v]="${runs[$v]:-} $rps"
+    echo "round $round  $v  $rps req/s"
+  done
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+base=$(median <<<"${runs[nginx]}")
+echo
+echo "| server | median req/s | ratio to nginx |"
+echo "|---|---|---|"
+for v in "${variants[@]}"; do
+  m=$(median <<<"${runs[$v]}")
+  printf '| %s | %.0f | %.2fx |\n' "$v" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN {print a / b}')"
+done

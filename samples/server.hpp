@@ -1,0 +1,278 @@
+// samples/server.hpp — the thread-per-core TCP server skeleton shared by uring-echo and uring-http.
+//
+// Provides: sample::server_flags and sample::flag_reader (the common flags --address, --port, --threads,
+// --backend and the parsing of numbers), sample::worker and sample::connection_finished (one executor's
+// connections and its drain), and sample::run_server, which binds one SO_REUSEPORT listener per thread,
+// runs an executor per thread with a multishot accept loop that spawns handler(stream, worker*), prints
+// "<name>: listening on ADDRESS (N threads, BACKEND backend)", and on SIGTERM/SIGINT (a signalfd) drains:
+// stop accepting, let every connection finish, exit status 0 (1 if a worker failed).
+// Threads: run_server is called once, from main. A worker belongs to its executor's thread, except that
+// main posts the drain to it; a handler and connection_finished run on the worker's thread.
+#pragma once
+
+#include <pthread.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <uring/uring.hpp>
+
+namespace sample {
+
+struct server_flags {
+  std::string address = "127.0.0.1";
+  int port = 7000;
+  int threads = 1;
+  uring::backend_kind backend = uring::backend_kind::automatic;
+};
+
+// Walks argv: flag() is the current argument, value() and number() consume the one after it; a missing
+// or bad value prints why and calls usage(2).
+class flag_reader {
+ public:
+  flag_reader(const char* program, int argc, char** argv, void (*usage)(int)) noexcept
+      : program_(program), argc_(argc), argv_(argv), usage_(usage) {}
+
+  bool next() {
+    if (++i_ >= argc_) return false;
+    flag_ = argv_[i_];
+    return true;
+  }
+  [[nodiscard]] const std::string& flag() const noexcept { return flag_; }
+
+  std::string value() {
+    if (i_ + 1 >= argc_) {
+      std::fprintf(stderr, "%s: %s needs a value\n", program_, flag_.c_str());
+      usage_(2);
+    }
+    return argv_[++i_];
+  }
+
+  double number(double lo, double hi) {
+    std::string v = value();
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || d < lo || d > hi) {
+      std::fprintf(stderr, "%s: %s: '%s' is not a number in [%g, %g]\n", program_, flag_.c_str(), v.c_str(), lo, hi);
+      usage_(2);
+    }
+    return d;
+  }
+
+  // Reads the current flag into `f` if it is a common one (or --help); false otherwise.
+  bool common(server_flags& f) {
+    if (flag_ == "--address") {
+      f.address = value();
+    } else if (flag_ == "--port") {
+      f.port = static_cast<int>(number(0, 65535));
+    } else if (flag_ == "--threads") {
+      f.threads = static_cast<int>(number(1, 1024));
+    } else if (flag_ == "--backend") {
+      std::string b = value();
+      if (b == "auto") {
+        f.backend = uring::backend_kind::automatic;
+      } else if (b == "native") {
+        f.backend = uring::backend_kind::native;
+      } else if (b == "emulated") {
+        f.backend = uring::backend_kind::emulated;
+      } else {
+        std::fprintf(stderr, "%s: --backend: '%s' is not auto, native or emulated\n", program_, b.c_str());
+        usage_(2);
+      }
+    } else if (flag_ == "--help" || flag_ == "-h") {
+      usage_(0);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  [[noreturn]] void unknown() {
+    std::fprintf(stderr, "%s: unknown argument '%s'\n", program_, flag_.c_str());
+    usage_(2);
+    std::abort();  // usage does not return
+  }
+
+ private:
+  const char* program_;
+  int argc_;
+  char** argv_;
+  void (*usage_)(int);
+  int i_ = 0;
+  std::string flag_;
+};
+
+// One executor's share of the server: its connections and the drain.
+struct worker {
+  std::stop_source drain;  // requested on the worker's own thread: stop accepting, end waiting reads
+  int live = 0;            // connections being served
+  std::coroutine_handle<> drained;  // the accept loop, waiting for the last connection to finish
+  std::mutex mutex;
+  uring::executor* ex = nullptr;  // null once the executor is gone (guarded by mutex)
+  std::string failure;
+};
+
+// Every connection the accept loop spawns calls this once, last, on the worker's thread.
+inline void connection_finished(worker& w) {
+  if (--w.live == 0 && w.drained) {
+    uring::executor::current()->post([h = std::exchange(w.drained, {})] { h.resume(); });
+  }
+}
+
+namespace detail {
+
+// Resumes the accept loop once every connection has finished.
+struct all_finished {
+  worker* w;
+  bool await_ready() const noexcept { return w->live == 0; }
+  void await_suspend(std::coroutine_handle<> h) const noexcept { w->drained = h; }
+  void await_resume() const noexcept {}
+};
+
+// Accepts until the drain, spawning handler(stream, w) for each connection, then waits for them all.
+// The handler is a parameter, so it lives in this coroutine's frame while connections are spawned.
+template <class Handler>
+uring::task<void> accept_loop(const char* program, const uring::net::tcp_listener* listener, worker* w,
+                              Handler handler) {
+  auto connections = listener->accept_all();
+  while (!w->drain.stop_requested()) {
+    uring::net::tcp_stream s;
+    bool failed = false;
+    try {
+      s = co_await connections.next(w->drain.get_token());
+    } catch (const std::system_error& e) {
+      if (w->drain.stop_requested()) break;
+      // Out of fds and the like: say so and go on; the connection waits in the backlog meanwhile.
+      std::fprintf(stderr, "%s: %s\n", program, e.what());
+      failed = true;
+    }
+    if (failed) {
+      co_await uring::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    ++w->live;
+    uring::spawn(handler(std::move(s), w));
+  }
+  co_await all_finished{w};
+}
+
+template <class Handler>
+void run_worker(const char* program, const uring::net::tcp_listener* listener, worker* w,
+                uring::executor_options opts, Handler handler, std::latch* started) {
+  try {
+    uring::executor ex(opts);
+    {
+      std::lock_guard lock(w->mutex);
+      w->ex = &ex;
+    }
+    started->count_down();
+    started = nullptr;
+    try {
+      ex.run(accept_loop(program, listener, w, handler));
+    } catch (...) {
+      std::lock_guard lock(w->mutex);
+      w->ex = nullptr;
+      throw;
+    }
+    std::lock_guard lock(w->mutex);
+    w->ex = nullptr;
+  } catch (const std::exception& e) {
+    w->failure = e.what();
+    if (started != nullptr) started->count_down();
+  }
+}
+
+}  // namespace detail
+
+// Runs the server until SIGTERM/SIGINT and returns main's exit status. `handler(tcp_stream, worker*)`
+// returns the task<void> serving one connection, which must call connection_finished last; it is copied
+// to every thread, so it should be cheap to copy and must not be a coroutine lambda with captures.
+template <class Handler>
+int run_server(const char* program, const server_flags& f, Handler handler) {
+  // SIGTERM and SIGINT are blocked in every thread (the mask is inherited) and read from a signalfd.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
+  if (signal_fd < 0) {
+    std::fprintf(stderr, "%s: signalfd: %s\n", program, std::strerror(errno));
+    return 1;
+  }
+
+  // Every listener is bound here, before any thread starts: a bad address or a port in use ends the
+  // program with the reason, and --port 0 yields one port that all of them share.
+  std::vector<uring::net::tcp_listener> listeners;
+  uring::net::address where;
+  try {
+    where = uring::net::address::ip(f.address, static_cast<std::uint16_t>(f.port));
+    uring::net::listen_options opts;
+    opts.reuse_port = true;
+    listeners.push_back(uring::net::tcp_listener::bind(where, opts));
+    where = listeners.front().local_address();
+    for (int i = 1; i < f.threads; ++i) listeners.push_back(uring::net::tcp_listener::bind(where, opts));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    ::close(signal_fd);
+    return 1;
+  }
+
+  uring::executor_options opts;
+  opts.backend = f.backend;
+  std::vector<std::unique_ptr<worker>> workers;
+  std::vector<std::thread> threads;
+  std::latch started(f.threads);
+  for (int i = 0; i < f.threads; ++i) {
+    workers.push_back(std::make_unique<worker>());
+    threads.emplace_back(detail::run_worker<Handler>, program, &listeners[static_cast<std::size_t>(i)],
+                         workers.back().get(), opts, handler, &started);
+  }
+  started.wait();
+  std::string backend = "?";
+  {
+    std::lock_guard lock(workers.front()->mutex);
+    if (workers.front()->ex != nullptr) backend = to_string(workers.front()->ex->plan().backend);
+  }
+  std::printf("%s: listening on %s (%d threads, %s backend)\n", program, where.to_string().c_str(), f.threads,
+              backend.c_str());
+  std::fflush(stdout);
+
+  signalfd_siginfo info{};
+  while (::read(signal_fd, &info, sizeof info) < 0 && errno == EINTR) {
+  }
+  std::fprintf(stderr, "%s: %s: draining\n", program, strsignal(static_cast<int>(info.ssi_signo)));
+  for (auto& w : workers) {
+    std::lock_guard lock(w->mutex);
+    if (w->ex == nullptr) continue;
+    try {
+      w->ex->post([wp = w.get()] { wp->drain.request_stop(); });
+    } catch (const std::system_error&) {
+      // It stopped already.
+    }
+  }
+  for (auto& t : threads) t.join();
+  ::close(signal_fd);
+  int status = 0;
+  for (auto& w : workers) {
+    if (!w->failure.empty()) {
+      std::fprintf(stderr, "%s: a worker failed: %s\n", program, w->failure.c_str());
+      status = 1;
+    }
+  }
+  return status;
+}
+
+}  // namespace sample
