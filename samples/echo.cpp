@@ -28,6 +28,8 @@
 
 #include <uring/uring.hpp>
 
+#include "server_setup.hpp"
+
 namespace {
 
 using uring::task;
@@ -86,13 +88,7 @@ config parse(int argc, char** argv) {
       c.idle = std::chrono::milliseconds(static_cast<long>(number(0, 1e6) * 1000));
     } else if (a == "--backend") {
       std::string b = value();
-      if (b == "auto") {
-        c.backend = uring::backend_kind::automatic;
-      } else if (b == "native") {
-        c.backend = uring::backend_kind::native;
-      } else if (b == "emulated") {
-        c.backend = uring::backend_kind::emulated;
-      } else {
+      if (!samples::parse_backend(b, c.backend)) {
         std::fprintf(stderr, "uring-echo: --backend: '%s' is not auto, native or emulated\n", b.c_str());
         usage(2);
       }
@@ -203,29 +199,14 @@ void run_worker(const tcp_listener* listener, worker* w, uring::executor_options
 int main(int argc, char** argv) {
   config c = parse(argc, argv);
 
-  // SIGTERM and SIGINT are blocked in every thread (the mask is inherited) and read from a signalfd.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
-  if (signal_fd < 0) {
-    std::fprintf(stderr, "uring-echo: signalfd: %s\n", std::strerror(errno));
-    return 1;
-  }
-
-  // Every listener is bound here, before any thread starts: a bad address or a port in use ends the
-  // program with the reason, and --port 0 yields one port that all of them share.
+  // SIGTERM and SIGINT are read from a signalfd; every listener is bound before any thread starts.
+  int signal_fd = -1;
   std::vector<tcp_listener> listeners;
   uring::net::address where;
   try {
-    where = uring::net::address::ip(c.address, static_cast<std::uint16_t>(c.port));
-    uring::net::listen_options opts;
-    opts.reuse_port = true;
-    listeners.push_back(tcp_listener::bind(where, opts));
+    signal_fd = samples::termination_signalfd();
+    listeners = samples::bind_reuseport(c.address, c.port, c.threads);
     where = listeners.front().local_address();
-    for (int i = 1; i < c.threads; ++i) listeners.push_back(tcp_listener::bind(where, opts));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "uring-echo: %s\n", e.what());
     return 1;
@@ -251,10 +232,8 @@ int main(int argc, char** argv) {
               backend.c_str());
   std::fflush(stdout);
 
-  signalfd_siginfo info{};
-  while (::read(signal_fd, &info, sizeof info) < 0 && errno == EINTR) {
-  }
-  std::fprintf(stderr, "uring-echo: %s: draining\n", strsignal(static_cast<int>(info.ssi_signo)));
+  int signo = samples::wait_for_termination(signal_fd);
+  std::fprintf(stderr, "uring-echo: %s: draining\n", strsignal(signo));
   for (auto& w : workers) {
     std::lock_guard lock(w->mutex);
     if (w->ex == nullptr) continue;
