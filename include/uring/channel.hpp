@@ -8,9 +8,9 @@
 // Ordering: the values of one sender (one coroutine awaiting its sends in turn, or one thread calling
 // try_send in turn) arrive in the order they were sent; senders interleave in no particular order.
 // Back-pressure: at most capacity() values wait in the channel. A send that finds it full suspends its
-// coroutine until there is room: the receiver takes the queued values in one batch under the lock and
-// hands them out without it, so room appears when the receiver has taken that batch (a full channel
-// frees up to capacity() places at once, not one per receive). Blocked senders are served first come, first served, and
+// coroutine until the receiver takes a value (the receiver takes the queued values in one batch under
+// the lock and hands them out without it; a value it hands out frees its place at once, and while
+// senders are blocked it takes the lock to let them in). Blocked senders are served first come, first served, and
 // while any is blocked a try_send() fails, so no newcomer overtakes them. A send completes when its
 // value is accepted (queued, or handed to the waiting receiver).
 // Close: close() makes every blocked and every later send throw std::system_error(EPIPE) (their values
@@ -35,6 +35,7 @@
 // while a coroutine waits on it prints a message and calls std::terminate.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <coroutine>
 #include <cstddef>
@@ -154,7 +155,7 @@ class channel {
     std::lock_guard lock(mutex_);
     if (closed_) return false;
     if (parked_ != nullptr) return hand_to_receiver(value);
-    if (queue_.size() + in_local_ >= capacity_) return false;  // also whenever a sender is blocked
+    if (occupied() >= capacity_) return false;  // also whenever a sender is blocked
     queue_.push_back(std::move(value));
     return true;
   }
@@ -202,7 +203,7 @@ class channel {
       if (!hand_to_receiver(s.value_)) s.error_ = ESHUTDOWN;
       return false;
     }
-    if (queue_.size() + in_local_ < capacity_) {
+    if (occupied() < capacity_) {
       queue_.push_back(std::move(s.value_));
       return false;
     }
@@ -214,6 +215,7 @@ class channel {
     s.next_ = nullptr;
     (tail_ != nullptr ? tail_->next_ : head_) = &s;
     tail_ = &s;
+    blocked_.store(true, std::memory_order_relaxed);
     // Posted to our own executor later, so it cannot resume before this thread has finished suspending.
     return true;
   }
@@ -237,22 +239,22 @@ class channel {
     if (executor::current() != &receiver_) {
       throw std::logic_error("uring::channel::receive: awaited off the receiving executor");
     }
-    // The receiver takes the whole backlog per lock acquisition and serves it from here without the lock:
-    // one contended cache line per batch instead of per value.
-    if (!local_.empty()) {
-      r.result_.emplace(std::move(local_.front()));
-      local_.pop_front();
+    // The receiver takes the whole backlog per lock acquisition and serves it from here without the lock
+    // (one contended cache line per batch instead of per value), unless senders are blocked: they are
+    // let in under the lock as each value leaves.
+    if (!local_.empty() && !blocked_.load(std::memory_order_relaxed)) {
+      take_local(r);
       return false;
     }
     std::lock_guard lock(mutex_);
-    in_local_ = 0;
-    accept_senders();  // the last batch is consumed: blocked senders' values fill the space it held
-    if (!queue_.empty()) {
+    accept_senders();  // a sender may have blocked just before values were handed out lock-free
+    if (local_.empty() && !queue_.empty()) {
       local_.swap(queue_);
-      in_local_ = local_.size();
-      accept_senders();  // ... and the space this batch leaves in the queue
-      r.result_.emplace(std::move(local_.front()));
-      local_.pop_front();
+      in_local_.store(local_.size(), std::memory_order_relaxed);
+    }
+    if (!local_.empty()) {
+      take_local(r);
+      accept_senders();  // the room just freed goes to blocked senders, oldest first
       return false;
     }
     if (closed_) return false;  // drained: nullopt
@@ -263,10 +265,19 @@ class channel {
     return true;
   }
 
+  void take_local(receive_awaiter& r) noexcept {
+    r.result_.emplace(std::move(local_.front()));
+    local_.pop_front();
+    in_local_.fetch_sub(1, std::memory_order_relaxed);  // room a sender sees under the mutex
+  }
+
+  // Values waiting in the channel: queued, plus those the receiver has taken but not handed out yet.
+  std::size_t occupied() const noexcept { return queue_.size() + in_local_.load(std::memory_order_relaxed); }
+
   // Space freed up: blocked senders' values join the queue, oldest first, and their coroutines are woken.
   // Caller holds the mutex.
   void accept_senders() {
-    while (head_ != nullptr && queue_.size() + in_local_ < capacity_) {
+    while (head_ != nullptr && occupied() < capacity_) {
       send_awaiter& w = *head_;
       queue_.push_back(std::move(w.value_));  // may throw (allocation): nothing has changed then
       unlink(w);
@@ -281,6 +292,7 @@ class channel {
     (w.prev_ != nullptr ? w.prev_->next_ : head_) = w.next_;
     (w.next_ != nullptr ? w.next_->prev_ : tail_) = w.prev_;
     w.prev_ = w.next_ = nullptr;
+    blocked_.store(head_ != nullptr, std::memory_order_relaxed);
   }
 
   // A waiter's frame is destroyed before it resumed. If it is still linked, nobody has posted it and,
@@ -300,7 +312,8 @@ class channel {
   std::mutex mutex_;
   std::deque<T> queue_;             // accepted values, oldest first; with in_local_, at most capacity_
   std::deque<T> local_;             // the receiver's batch, taken from queue_; receiver's thread only
-  std::size_t in_local_ = 0;        // local_'s size when last taken (counts against capacity until then)
+  std::atomic<std::size_t> in_local_{0};  // local_'s size, for senders' room checks under the mutex
+  std::atomic<bool> blocked_{false};      // head_ != nullptr, for the receiver's lock-free path
   send_awaiter* head_ = nullptr;    // blocked senders, oldest first; only while the channel is full
   send_awaiter* tail_ = nullptr;
   receive_awaiter* parked_ = nullptr;  // only while queue_ and local_ are empty
