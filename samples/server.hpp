@@ -1,4 +1,5 @@
-// samples/server.hpp — the thread-per-core TCP server skeleton shared by uring-echo and uring-http.
+// samples/server.hpp — the thread-per-core TCP server skeleton shared by uring-echo and uring-http (built on
+// server_setup.hpp, which uring-kv uses directly).
 //
 // Provides: sample::server_flags and sample::flag_reader (the common flags --address, --port, --threads,
 // --backend and the parsing of numbers), sample::worker and sample::connection_finished (one executor's
@@ -28,6 +29,8 @@
 #include <vector>
 
 #include <uring/uring.hpp>
+
+#include "server_setup.hpp"
 
 namespace sample {
 
@@ -81,13 +84,7 @@ class flag_reader {
       f.threads = static_cast<int>(number(1, 1024));
     } else if (flag_ == "--backend") {
       std::string b = value();
-      if (b == "auto") {
-        f.backend = uring::backend_kind::automatic;
-      } else if (b == "native") {
-        f.backend = uring::backend_kind::native;
-      } else if (b == "emulated") {
-        f.backend = uring::backend_kind::emulated;
-      } else {
+      if (!samples::parse_backend(b, f.backend)) {
         std::fprintf(stderr, "%s: --backend: '%s' is not auto, native or emulated\n", program_, b.c_str());
         usage_(2);
       }
@@ -202,14 +199,11 @@ void run_worker(const char* program, const uring::net::tcp_listener* listener, w
 template <class Handler>
 int run_server(const char* program, const server_flags& f, Handler handler) {
   // SIGTERM and SIGINT are blocked in every thread (the mask is inherited) and read from a signalfd.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  int signal_fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
-  if (signal_fd < 0) {
-    std::fprintf(stderr, "%s: signalfd: %s\n", program, std::strerror(errno));
+  int signal_fd = -1;
+  try {
+    signal_fd = samples::termination_signalfd();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
     return 1;
   }
 
@@ -218,12 +212,8 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   std::vector<uring::net::tcp_listener> listeners;
   uring::net::address where;
   try {
-    where = uring::net::address::ip(f.address, static_cast<std::uint16_t>(f.port));
-    uring::net::listen_options opts;
-    opts.reuse_port = true;
-    listeners.push_back(uring::net::tcp_listener::bind(where, opts));
+    listeners = samples::bind_reuseport(f.address, f.port, f.threads);
     where = listeners.front().local_address();
-    for (int i = 1; i < f.threads; ++i) listeners.push_back(uring::net::tcp_listener::bind(where, opts));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
     ::close(signal_fd);
@@ -250,10 +240,8 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
               backend.c_str());
   std::fflush(stdout);
 
-  signalfd_siginfo info{};
-  while (::read(signal_fd, &info, sizeof info) < 0 && errno == EINTR) {
-  }
-  std::fprintf(stderr, "%s: %s: draining\n", program, strsignal(static_cast<int>(info.ssi_signo)));
+  const int signo = samples::wait_for_termination(signal_fd);
+  std::fprintf(stderr, "%s: %s: draining\n", program, strsignal(signo));
   for (auto& w : workers) {
     std::lock_guard lock(w->mutex);
     if (w->ex == nullptr) continue;
