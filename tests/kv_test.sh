@@ -88,6 +88,7 @@ expect 0 dbsize
 
 # Pipelined on one raw connection, written at once: 200 SETs, then GETs and INCRs interleaved, then one
 # MGET of all the keys. Every reply must come back in the order of its request, whatever shard it ran on.
+keyed_before=$(cli info | tr -d '\r' | sed -n 's/^keyed_commands://p')
 exec 3<>"/dev/tcp/127.0.0.1/$port"
 req="" want=""
 for i in $(seq 0 199); do req+="SET key:$i value-$i"$'\r\n'; want+=$'+OK\r\n'; done
@@ -112,6 +113,17 @@ for s in $(seq 0 $((threads - 1))); do
   n=$(sed -n "s/^shard${s}_keys://p" <<<"$info")
   [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "FAIL: shard $s holds no keys: $info"; failures=$((failures + 1)); }
 done
+# Every keyed command is counted (the pipeline above had 601); with one shard none crossed to another, with
+# more some did and some did not (the keys hash over all shards).
+keyed=$(sed -n 's/^keyed_commands://p' <<<"$info") forwarded=$(sed -n 's/^forwarded_commands://p' <<<"$info")
+[ "$((keyed - keyed_before))" = 601 ] ||
+  { echo "FAIL: keyed_commands went from $keyed_before to $keyed over 601"; failures=$((failures + 1)); }
+if [ "$threads" = 1 ]; then
+  [ "$forwarded" = 0 ] || { echo "FAIL: forwarded_commands $forwarded with one shard"; failures=$((failures + 1)); }
+else
+  [ "$forwarded" -gt 0 ] && [ "$forwarded" -lt "$keyed" ] ||
+    { echo "FAIL: forwarded_commands $forwarded of $keyed"; failures=$((failures + 1)); }
+fi
 
 # redis-cli --pipe (mass insertion) and redis-benchmark, pipelined, must work against it.
 pipe_out=$(for i in $(seq 1 1000); do printf 'SET pipe:%d %d\r\n' "$i" "$i"; done | cli --pipe 2>&1)

@@ -116,6 +116,13 @@ struct server {
   std::size_t count() const noexcept { return shards.size(); }
 };
 
+// Called on executor `me` for each command that names keys; `elsewhere`: some key lives on another shard.
+void count_keyed(server& srv, std::size_t me, bool elsewhere) noexcept {
+  kv::shard& s = *srv.shards[me];
+  ++s.keyed_commands;
+  if (elsewhere) ++s.forwarded_commands;
+}
+
 // How a command reaches the data it needs.
 enum class route : std::uint8_t {
   local,       // no key: answered by the connection's own executor
@@ -226,6 +233,9 @@ task<void> run_multi(server& srv, std::size_t me, const spec& sp, args_t args, s
   }
   std::vector<std::vector<std::size_t>> by_shard(srv.count());  // argument indices of the keys
   for (std::size_t a = 1; a < args.size(); a += step) by_shard[kv::shard_of(args[a], srv.count())].push_back(a);
+  bool elsewhere = false;
+  for (std::size_t i = 0; i < by_shard.size(); ++i) elsewhere |= i != me && !by_shard[i].empty();
+  count_keyed(srv, me, elsewhere);
   std::vector<std::optional<std::string>> values(sp.id == cmd::mget ? args.size() : 0);
   std::int64_t count = 0;
   for (std::size_t i = 0; i < srv.count(); ++i) {
@@ -279,12 +289,15 @@ task<void> run_every(server& srv, std::size_t me, const spec& sp, args_t args, s
     }
   }
   std::vector<std::size_t> sizes(srv.count());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(srv.count());  // commands, forwarded
   for (std::size_t i = 0; i < srv.count(); ++i) {
-    co_await on_shard(srv, me, i, [&srv, &sp, &sizes, i] {
+    co_await on_shard(srv, me, i, [&srv, &sp, &sizes, &keyed, i] {
+      kv::shard& s = *srv.shards[i];
       if (sp.id == cmd::flushall) {
-        srv.shards[i]->clear();
+        s.clear();
       } else {
-        sizes[i] = srv.shards[i]->size(kv::clock_ms());
+        sizes[i] = s.size(kv::clock_ms());
+        keyed[i] = {s.keyed_commands, s.forwarded_commands};
       }
     });
   }
@@ -301,9 +314,18 @@ task<void> run_every(server& srv, std::size_t me, const spec& sp, args_t args, s
                        std::to_string(srv.count()) + "\r\n\r\n# Keyspace\r\n";
     if (total > 0) info += "db0:keys=" + std::to_string(total) + ",expires=0,avg_ttl=0\r\n";
     info += "\r\n# Shards\r\n";
+    std::uint64_t keyed_total = 0;
+    std::uint64_t forwarded = 0;
     for (std::size_t i = 0; i < srv.count(); ++i) {
-      info += "shard" + std::to_string(i) + "_keys:" + std::to_string(sizes[i]) + "\r\n";
+      std::string shard = "shard" + std::to_string(i);
+      info += shard + "_keys:" + std::to_string(sizes[i]) + "\r\n" + shard +
+              "_keyed_commands:" + std::to_string(keyed[i].first) + "\r\n" + shard +
+              "_forwarded_commands:" + std::to_string(keyed[i].second) + "\r\n";
+      keyed_total += keyed[i].first;
+      forwarded += keyed[i].second;
     }
+    // Keyed commands that visited another shard than their connection's: the cross-shard share.
+    info += "keyed_commands:" + std::to_string(keyed_total) + "\r\nforwarded_commands:" + std::to_string(forwarded) + "\r\n";
     resp::append_bulk_string(out, info);
   }
 }
@@ -385,6 +407,7 @@ task<bool> execute(server& srv, std::size_t me, args_t args, std::string& out) {
     case route::local: co_return run_local(*sp, args, out);
     case route::single_key: {
       std::size_t i = kv::shard_of(args[1], srv.count());
+      count_keyed(srv, me, i != me);
       co_await on_shard(srv, me, i, [&srv, sp, args, &out, i] { run_single(*sp, *srv.shards[i], args, out); });
       co_return true;
     }

@@ -81,6 +81,11 @@ class shard {
   }
   void clear() { map_.clear(); }
 
+  // Commands that named a key, started by connections on this shard's executor, and how many of them
+  // had to visit another shard (INFO reports both: the cross-shard share of a workload).
+  std::uint64_t keyed_commands = 0;
+  std::uint64_t forwarded_commands = 0;
+
  private:
   // Debian's abseil has its own string_view (not an alias of std's): its string hash takes only that.
   static absl::string_view view(std::string_view s) noexcept { return {s.data(), s.size()}; }
