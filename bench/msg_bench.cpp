@@ -5,11 +5,18 @@
 //   pingpong/uring_resume   a coroutine hopping between two executors of a group with resume_on, which
 //                           travels by MSG_RING between native executors
 //   pingpong/uring_resume_mailbox   the same with MSG_RING disabled: mailbox + eventfd wake
+// A thread without an executor posting to one (executor::post): a push onto the mailbox, and when it was
+// empty a doorbell, either the kernel's (a CQE posted by IORING_REGISTER_SEND_MSG_RING) or, with
+// send_msg_ring disabled, the eventfd that the owner keeps a read on:
+//   outside_post/mailbox, outside_post/kernel           a stream of posts, the owner counting them
+//   outside_post_wake/mailbox, outside_post_wake/kernel one post at a time, the poster waiting for it to run
 #include <benchmark/benchmark.h>
 #include <liburing.h>
 
 #include <atomic>
 #include <latch>
+#include <memory>
+#include <semaphore>
 #include <stdexcept>
 #include <thread>
 
@@ -71,8 +78,49 @@ void BM_uring_resume_mailbox(benchmark::State& state) {
   uring::bench::resume_pingpong(state, uring::feature::msg_ring);
 }
 
+// One executor on its own thread, its doorbell the kernel's or the eventfd; null (and the benchmark
+// skipped) where the kernel has no IORING_REGISTER_SEND_MSG_RING.
+std::unique_ptr<uring::executor_group> post_target(benchmark::State& state, bool kernel) {
+  uring::executor_options opts;
+  opts.disable = kernel ? uring::feature_set{} : uring::feature::send_msg_ring;
+  auto group = std::make_unique<uring::executor_group>(1, opts);
+  if (kernel && !group->at(0).plan().send_msg_ring) {
+    state.SkipWithError("the kernel has no IORING_REGISTER_SEND_MSG_RING");
+    return nullptr;
+  }
+  return group;
+}
+
+void BM_outside_post(benchmark::State& state, bool kernel) {
+  auto group = post_target(state, kernel);
+  if (!group) return;
+  std::atomic<std::int64_t> ran{0};
+  std::int64_t posted = 0;
+  for (auto _ : state) {
+    group->at(0).post([&ran] { ran.store(ran.load(std::memory_order_relaxed) + 1, std::memory_order_release); });
+    ++posted;
+  }
+  while (ran.load(std::memory_order_acquire) != posted) std::this_thread::yield();
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_outside_post_wake(benchmark::State& state, bool kernel) {
+  auto group = post_target(state, kernel);
+  if (!group) return;
+  std::binary_semaphore done(0);
+  for (auto _ : state) {
+    group->at(0).post([&done] { done.release(); });
+    done.acquire();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(BM_outside_post, mailbox, false)->Name("outside_post/mailbox/1")->UseRealTime();
+BENCHMARK_CAPTURE(BM_outside_post, kernel, true)->Name("outside_post/kernel/1")->UseRealTime();
+BENCHMARK_CAPTURE(BM_outside_post_wake, mailbox, false)->Name("outside_post_wake/mailbox/1")->UseRealTime();
+BENCHMARK_CAPTURE(BM_outside_post_wake, kernel, true)->Name("outside_post_wake/kernel/1")->UseRealTime();
 BENCHMARK(BM_raw_msg_ring)->Name("pingpong/raw_msg_ring/1")->UseRealTime();
 BENCHMARK(BM_uring_resume)->Name("pingpong/uring_resume/1")->UseRealTime();
 BENCHMARK(BM_uring_resume_mailbox)->Name("pingpong/uring_resume_mailbox/1")->UseRealTime();

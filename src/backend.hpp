@@ -1,6 +1,7 @@
 // backend.hpp — the private interface between an executor and "a ring".
 //
-// Provides: detail::backend, detail::completion, detail::make_native_backend.
+// Provides: detail::backend, detail::completion, detail::make_native_backend,
+// detail::send_msg_ring_from_anywhere.
 // Threads: a backend is used only by its executor's owner thread.
 //
 // A backend accepts prepared operations, hands them to the kernel (or its emulation) in batches, and
@@ -71,6 +72,11 @@ class backend {
   [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;
 };
+
+// From any thread, also one without a ring of its own: posts a CQE with user_data `data` on the ring
+// `ring_fd` through IORING_REGISTER_SEND_MSG_RING (kernel 6.13+; the plan says whether it may be used).
+// 0 or -errno.
+int send_msg_ring_from_anywhere(int ring_fd, std::uint64_t data) noexcept;
 
 // `plan` says which setup flags to ask for and whether to register the ring fd; `opts` gives the sizes.
 std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,

@@ -103,7 +103,10 @@ struct executor::impl {
   // A CQE that carries a hand-off rather than an operation's completion.
   void on_message_cqe(const detail::completion& c) noexcept {
     auto* node = reinterpret_cast<detail::remote_node*>(c.user_data & ~detail::kTagMask);
-    if (c.user_data & detail::kMessageTag) {
+    const std::uint64_t tag = c.user_data & detail::kTagMask;
+    if (tag == detail::kDoorbellTag) {
+      ++stats.doorbells;  // the mailbox is drained every turn: waking up was the point
+    } else if (tag == detail::kMessageTag) {
       ++stats.messages_received;
       detail::annotate_acquire(node);
       if (queue.closed && node->discard != nullptr) {
@@ -111,7 +114,7 @@ struct executor::impl {
       } else {
         node->run(node);
       }
-    } else if ((c.user_data & detail::kTagMask) == detail::kRawSendFailedTag) {
+    } else if (tag == detail::kRawSendFailedTag) {
       hub->on_failed(static_cast<std::uint32_t>(c.user_data >> 3), -c.res);
     } else if (c.res < 0 && node->target != nullptr) {
       // Our MSG_RING failed (the target's ring refused it): never lose it, take the mailbox road.
@@ -147,7 +150,17 @@ struct executor::impl {
     backend->submit(queue.take_all(), may_sleep);
   }
 
+  // The doorbell: a CQE posted on our ring by IORING_REGISTER_SEND_MSG_RING, from any thread. Measured
+  // (bench outside_post_wake): it wakes a sleeping owner ~1.4x sooner than the eventfd, whose write
+  // completes our read through a poll wake-up and task work. The eventfd read stays armed for posters
+  // the kernel refuses and for rings without SEND_MSG_RING.
+  int doorbell_fd = -1;
+
   void wake() noexcept {
+    if (doorbell_fd >= 0 && detail::send_msg_ring_from_anywhere(doorbell_fd, detail::kDoorbellTag) == 0) {
+      if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);
+      return;
+    }
     std::uint64_t one = 1;
     (void)!::write(wake_fd, &one, sizeof one);
     if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);  // a foreign loop may drive us
@@ -279,9 +292,18 @@ struct executor::impl {
           reap_and_complete();
         }
       }
+      // Hand-offs that reached the CQ (or, with DEFER_TASKRUN, the kernel's task list) without being in
+      // flight here: posts from threads without an executor own their function, so none may be left.
+      // The kernel runs at most 20 deferred items per enter (IO_LOCAL_TW_DEFAULT_MAX): enter until dry.
+      for (std::uint64_t seen = ~std::uint64_t{0}; msg_ring_ok && seen != stats.cqes;) {
+        seen = stats.cqes;
+        backend->submit(nullptr, false);
+        reap_and_complete();
+      }
     } catch (const std::exception& e) {
       // The ring no longer answers: closing it makes the kernel cancel and reap everything it holds.
       std::fprintf(stderr, "uring: executor shutdown could not drain its ring (%s); closing it\n", e.what());
+      doorbell_fd = -1;
       backend.reset();
       queue.inflight = 0;
     }
@@ -345,6 +367,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
                        : detail::make_emulated_backend(opts, impl_->stats);
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
   impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
+  if (impl_->msg_ring_ok && impl_->plan.send_msg_ring) impl_->doorbell_fd = impl_->backend->ring_fd();
   impl_->hub = std::make_unique<detail::message_hub>(*this, impl_->stats, opts.message_window);
 }
 
@@ -361,6 +384,7 @@ executor::~executor() {
   if (!impl_->quiesced_final) impl_->quiesce();
   impl_->release_frames();
   detail::t_running = outer;
+  impl_->doorbell_fd = -1;
   impl_->backend.reset();  // the ring's exit drops its eventfd registration
   ::close(impl_->wake_fd);
   if (int n = impl_->notify_fd.load(std::memory_order_relaxed); n >= 0) ::close(n);

@@ -33,6 +33,8 @@ struct remote_node {
 // 8-byte aligned, operations' addresses never have these bits set).
 inline constexpr std::uint64_t kMessageTag = 1;      // a message for this ring: run the node
 inline constexpr std::uint64_t kSendFailedTag = 2;   // our MSG_RING to another ring failed: use the mailbox
+// (3 is message_hub's: a raw message of ours failed.)
+inline constexpr std::uint64_t kDoorbellTag = 4;     // no node: a poster woke us up to drain the mailbox
 inline constexpr std::uint64_t kTagMask = 7;
 
 class remote_queue {
