@@ -262,6 +262,7 @@ struct executor::impl {
       refuse_posts();  // before the last drain, so that no accepted post is left behind it
       hub->close();
       quiesce();
+      hub->settle();
       quiesced_final = true;
       frames_pending = true;
     } else {
@@ -382,6 +383,7 @@ executor::~executor() {
   // as on it, and its hand-offs take the mailbox because the ring is closing.
   executor* const outer = std::exchange(detail::t_running, this);
   if (!impl_->quiesced_final) impl_->quiesce();
+  impl_->hub->settle();
   impl_->release_frames();
   detail::t_running = outer;
   impl_->doorbell_fd = -1;

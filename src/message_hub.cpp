@@ -56,17 +56,17 @@ class registry {
   std::vector<std::uint32_t> free_;
 };
 
-// Credits (or the news that a receiver closed) on their way back to a sender.
+// Credits, or the news that a receiver closed with how many messages it took, on their way to a sender.
 struct credit_node final : remote_node {
-  static constexpr std::uint32_t kClosed = ~std::uint32_t{0};
-  credit_node(std::uint32_t receiver, std::uint32_t count) : receiver_key(receiver), n(count) {
+  credit_node(std::uint32_t receiver, std::uint32_t count, bool is_closed)
+      : receiver_key(receiver), n(count), closed(is_closed) {
     run = [](remote_node* node) noexcept {
       auto* self = static_cast<credit_node*>(node);
-      executor& sender = *self->target;
-      if (self->n == kClosed) {
-        executor_access::hub(sender).on_failed(self->receiver_key, ESHUTDOWN);
+      message_hub& sender = executor_access::hub(*self->target);
+      if (self->closed) {
+        sender.on_closed(self->receiver_key, self->n);
       } else {
-        executor_access::hub(sender).on_credit(self->receiver_key, self->n);
+        sender.on_credit(self->receiver_key, self->n);
       }
       delete self;
     };
@@ -74,6 +74,7 @@ struct credit_node final : remote_node {
   }
   std::uint32_t receiver_key;
   std::uint32_t n;
+  bool closed;
 };
 
 void resume(message_waiter& w) { w.handle.resume(); }
@@ -154,6 +155,19 @@ void message_hub::on_failed(std::uint32_t receiver_key, int error) noexcept {
   fail_waiters(p);
 }
 
+void message_hub::on_closed(std::uint32_t receiver_key, std::uint32_t delivered) noexcept {
+  auto it = peers_.find(receiver_key);
+  if (it == peers_.end()) return;
+  peer& p = it->second;
+  // Credits sent before this came first (one road, in order): what is still in flight and was not
+  // delivered reached the receiver's ring after its last drain, or never will.
+  p.in_flight -= std::min(p.in_flight, delivered);
+  stats_.messages_failed += p.in_flight;
+  p.in_flight = 0;
+  if (!p.broken) p.broken = shutdown_error();
+  fail_waiters(p);
+}
+
 void message_hub::fail_waiters(peer& p) noexcept {
   while (p.head != nullptr) {
     message_waiter& w = *p.head;
@@ -209,9 +223,9 @@ void message_hub::consumed_from(std::uint32_t sender_key) noexcept {
   }
 }
 
-void message_hub::send_credit(std::uint32_t sender_key, std::uint32_t n) noexcept {
+void message_hub::send_credit(std::uint32_t sender_key, std::uint32_t n, bool closed) noexcept {
   try {
-    auto* node = new credit_node(key_, n);
+    auto* node = new credit_node(key_, n, closed);
     const bool sent = registry::instance().with(sender_key, [&](executor& sender) {
       node->target = &sender;
       if (!executor_access::try_post(sender, *node)) delete node;
@@ -228,13 +242,15 @@ void message_hub::forget_waiters() noexcept {
   quiescing_ = false;
 }
 
-void message_hub::close() noexcept {
-  if (closed_) return;
-  closed_ = true;
-  for (auto& [sender, n] : consumed_) send_credit(sender, credit_node::kClosed);
-  for (const queued& q : inbox_) {
-    if (consumed_.count(q.sender) == 0) send_credit(q.sender, credit_node::kClosed);
-  }
+void message_hub::close() noexcept { closed_ = true; }
+
+void message_hub::settle() noexcept {
+  if (!closed_ || settled_) return;
+  settled_ = true;
+  // Delivered and not credited back, by sender: taken from the inbox (consumed_) or still in it.
+  std::unordered_map<std::uint32_t, std::uint32_t> uncredited = consumed_;
+  for (const queued& q : inbox_) ++uncredited[q.sender];
+  for (const auto& [sender, n] : uncredited) send_credit(sender, n, true);
 }
 
 // --- the functions behind uring/message.hpp -----------------------------------------------------------

@@ -42,14 +42,18 @@ class message_hub {
   void park_sender(executor& target, message_waiter& w);
   void on_credit(std::uint32_t receiver_key, std::uint32_t n) noexcept;
   void on_failed(std::uint32_t receiver_key, int error) noexcept;
+  void on_closed(std::uint32_t receiver_key, std::uint32_t delivered) noexcept;
 
   // Receiver side.
   void deliver(std::uint32_t sender_key, const message& m) noexcept;
   bool try_receive(message& out) noexcept;
   void park_receiver(message_waiter& w) noexcept;
-  // The executor shuts down for good: every sender it knows is told (its blocked and later sends fail
-  // ESHUTDOWN).
+  // The executor shuts down for good: later sends to it fail ESHUTDOWN (its executor refuses them).
   void close() noexcept;
+  // After close() and the ring's last drain: tells each sender how many of its messages arrived and were
+  // not yet credited back, so that the sender reports the rest of its window as failed (a send that
+  // passed the refusal check but reached the ring after that drain) and its blocked sends fail ESHUTDOWN.
+  void settle() noexcept;
   // Shutdown drains the ring: messages still arriving are queued, nobody is resumed.
   void quiesce() noexcept { quiescing_ = true; }
   // The waiting coroutines' frames are being freed: forget them (after quiesce()).
@@ -71,7 +75,7 @@ class message_hub {
   peer& peer_for(executor& target);
   void fail_waiters(peer& p) noexcept;
   void consumed_from(std::uint32_t sender_key) noexcept;
-  void send_credit(std::uint32_t sender_key, std::uint32_t n) noexcept;
+  void send_credit(std::uint32_t sender_key, std::uint32_t n, bool closed = false) noexcept;
 
   executor& self_;
   executor_stats& stats_;
@@ -87,6 +91,7 @@ class message_hub {
   message_waiter* receivers_tail_ = nullptr;
   std::unordered_map<std::uint32_t, std::uint32_t> consumed_;  // by sender key: taken, not yet credited
   bool closed_ = false;
+  bool settled_ = false;
   bool quiescing_ = false;
 };
 
