@@ -177,6 +177,32 @@ TEST_P(Restrictions, RefusedOperationFailsWithEaccesNamingIt) {
   EXPECT_EQ(::read(p.read_end.get(), &c, 1), 0);
 }
 
+task<uring::net::tcp_stream> accept_one(const uring::net::tcp_listener& l) { co_return co_await l.accept(); }
+
+// A multishot accept that the list leaves out ends next() with the same error, naming its kind; a plain
+// accept that the list names still works on the same listener.
+TEST_P(Restrictions, RefusedMultishotAcceptEndsNextClearly) {
+  auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+  executor ex(restricted({op_kind::accept, op_kind::connect}));
+  ex.run([](const uring::net::tcp_listener& l) -> task<void> {
+    auto connections = l.accept_all();
+    try {
+      (void)co_await connections.next();
+      ADD_FAILURE() << "the multishot accept was not refused";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code().value(), EACCES);
+      EXPECT_NE(std::string(e.what()).find(
+                    "accept: op_kind::accept_multishot is not in this executor's op allowlist"),
+                std::string::npos)
+          << e.what();
+    }
+    auto [client, accepted] =
+        co_await uring::when_all(uring::net::tcp_stream::connect_to(l.local_address()), accept_one(l));
+    EXPECT_GE(client.fd(), 0);
+    EXPECT_GE(accepted.fd(), 0);
+  }(listener));
+}
+
 // Each refused operation resumes its coroutine exactly once, leaves nothing in flight (a debug build
 // aborts when a frame holding one is freed) and no fd behind.
 task<void> refused_once(int fd, int& resumed) {
