@@ -33,7 +33,7 @@ class backend {
   // call, and with `wait` blocks until a completion is available (or a signal interrupts the wait). A list
   // longer than the submission queue costs extra submits, never a lost operation. Cheap when there is
   // nothing to do. One virtual call per turn, not per operation. Marks each operation submitted; one
-  // marked cancelled_early is not started but completes with -ECANCELED.
+  // that completes_early (cancelled_early, refused) is not started but completes with early_result().
   virtual void submit(operation* first, bool wait) = 0;
   // Hands over what the backend queued itself (messages, cancels) if anything; never waits, and costs no
   // syscall when there is nothing to hand over.
@@ -78,11 +78,19 @@ class backend {
 // 0 or -errno.
 int send_msg_ring_from_anywhere(int ring_fd, std::uint64_t data) noexcept;
 
-// `plan` says which setup flags to ask for and whether to register the ring fd; `opts` gives the sizes.
+// `plan` says which setup flags to ask for, whether to register the ring fd and which operations the
+// kernel may run (plan.allowed_ops, with what the executor needs itself); `opts` gives the sizes.
 std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,
                                              executor_stats& stats);
 
-// The in-process emulation of the same contract (epoll and non-blocking syscalls).
+// What a restricted ring lets through besides the executor's allowlist, as op kinds: the executor's own
+// wake-up read (IORING_OP_READ) and cancellation (IORING_OP_ASYNC_CANCEL, which cancel_fd also becomes).
+// The executor still refuses user operations of these kinds unless the list names them.
+inline constexpr std::uint32_t kExecutorOwnOps =
+    (1u << static_cast<unsigned>(op_code::read)) | (1u << static_cast<unsigned>(op_code::cancel_fd));
+
+// The in-process emulation of the same contract (epoll and non-blocking syscalls); it refuses operations
+// outside opts.allowed_ops (plus kExecutorOwnOps) with -EACCES, as the kernel's restrictions would.
 std::unique_ptr<backend> make_emulated_backend(const executor_options& opts, executor_stats& stats);
 
 }  // namespace uring::detail

@@ -179,7 +179,8 @@ int run_sync(const io_request& r, bool& in_worker) {
 
 class emulated_backend final : public backend {
  public:
-  explicit emulated_backend(executor_stats& stats) : stats_(stats) {
+  emulated_backend(const executor_options& opts, executor_stats& stats)
+      : stats_(stats), refused_(opts.allowed_ops.refused_bits() & ~kExecutorOwnOps) {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) throw std::system_error(errno, std::system_category(), "emulated backend: epoll_create1");
   }
@@ -193,8 +194,13 @@ class emulated_backend final : public backend {
   void submit(operation* first, bool wait) override {
     for (operation* op = first; op != nullptr;) {
       operation* next = op->next;
-      if (op->state == op_state::cancelled_early) {
-        post(*op, -ECANCELED);
+      if (completes_early(op->state)) [[unlikely]] {
+        post(*op, early_result(op->state));
+      } else if ((refused_ >> static_cast<unsigned>(op->request.code)) & 1u) [[unlikely]] {
+        // What the kernel does with an SQE its restrictions refuse: the operation fails, -EACCES. (The
+        // executor refuses such operations before they get here; this keeps the contract the same.)
+        op->state = op_state::submitted;
+        post(*op, -EACCES);
       } else {
         op->state = op_state::submitted;
         ++stats_.sqes;
@@ -632,6 +638,7 @@ class emulated_backend final : public backend {
   }
 
   executor_stats& stats_;
+  const std::uint32_t refused_;  // the allowlist as a restricted ring's kernel enforces it
   int epoll_fd_ = -1;
   std::deque<completion> done_;
   std::unordered_map<int, fd_state> fds_;
@@ -652,8 +659,8 @@ class emulated_backend final : public backend {
 
 }  // namespace
 
-std::unique_ptr<backend> make_emulated_backend(const executor_options& /*opts*/, executor_stats& stats) {
-  return std::make_unique<emulated_backend>(stats);
+std::unique_ptr<backend> make_emulated_backend(const executor_options& opts, executor_stats& stats) {
+  return std::make_unique<emulated_backend>(opts, stats);
 }
 
 }  // namespace uring::detail

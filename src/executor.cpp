@@ -17,6 +17,7 @@
 #include "backend.hpp"
 #include "message_hub.hpp"
 #include "uring/detail/remote.hpp"
+#include "uring/error.hpp"
 #include "uring/kernel_features.hpp"
 #include "uring/spawn.hpp"
 
@@ -363,6 +364,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC);
   if (impl_->wake_fd < 0) throw std::system_error(errno, std::system_category(), "executor: eventfd");
   impl_->plan = make_plan(probed_kernel(), opts, plan_overrides::from_environment());
+  queue_.refused = opts.allowed_ops.refused_bits();
   impl_->backend = impl_->plan.backend == backend_kind::native
                        ? detail::make_native_backend(opts, impl_->plan, impl_->stats)
                        : detail::make_emulated_backend(opts, impl_->stats);
@@ -550,6 +552,17 @@ void in_flight_operation_destroyed(const char* name) noexcept {
 
 void executor_access::no_executor(const char* what) {
   throw std::logic_error(std::string(what) + ": no executor is running on this thread");
+}
+
+void executor_access::throw_op_error(int err, const char* name, op_code code) {
+  executor* ex = running_executor();
+  if (err == EACCES && ex != nullptr && ((ex->queue_.refused >> static_cast<unsigned>(code)) & 1u)) {
+    std::string what = name;
+    what += what == to_string(code) ? ": not" : std::string(": op_kind::") + to_string(code) + " is not";
+    what += " in this executor's op allowlist (executor_options::allowed_ops)";
+    throw std::system_error(EACCES, std::system_category(), what);
+  }
+  throw_errno(err, name);
 }
 
 void executor_access::refuse_while_closed() {

@@ -37,6 +37,18 @@ std::string to_string(ring_flags f) {
   return out.empty() ? "none" : out;
 }
 
+std::string to_string(const op_allowlist& list) {
+  if (!list.restricts()) return "unrestricted";
+  std::string out;
+  for (std::size_t k = 0; k < detail::kOpCodeCount; ++k) {
+    if (!list.allows(op_kind(k))) continue;
+    if (!out.empty()) out += ',';
+    out += to_string(op_kind(k));
+  }
+  if (list.allows_msg_ring()) out += out.empty() ? "msg_ring" : ",msg_ring";
+  return out;
+}
+
 std::string to_string(backend_kind k) {
   switch (k) {
     case backend_kind::automatic:

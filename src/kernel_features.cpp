@@ -550,6 +550,19 @@ std::string to_json(const kernel_features& f) {
       .str();
 }
 
+namespace {
+// The allowlist as names (msg_ring last); empty when unrestricted.
+std::vector<std::string> allowed_op_names(const op_allowlist& list) {
+  std::vector<std::string> names;
+  if (!list.restricts()) return names;
+  for (std::size_t k = 0; k < detail::kOpCodeCount; ++k) {
+    if (list.allows(op_kind(k))) names.emplace_back(to_string(op_kind(k)));
+  }
+  if (list.allows_msg_ring()) names.emplace_back("msg_ring");
+  return names;
+}
+}  // namespace
+
 std::string to_json(const executor_plan& plan) {
   return json_object()
       .text("backend", to_string(plan.backend))
@@ -557,6 +570,7 @@ std::string to_json(const executor_plan& plan) {
       .boolean("register_ring_fd", plan.register_ring_fd)
       .boolean("msg_ring", plan.msg_ring)
       .boolean("send_msg_ring", plan.send_msg_ring)
+      .texts("allowed_ops", allowed_op_names(plan.allowed_ops))
       .texts("notes", plan.notes)
       .str();
 }

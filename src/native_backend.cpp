@@ -4,6 +4,9 @@
 // enter (it keeps the registered index in ring.enter_ring_fd). Completions the kernel cannot take while
 // its CQ is busy are parked in backlog_ so that a flush forced by a full SQ never has to resume
 // coroutines from inside prepare().
+//
+// An executor with an op allowlist gets a ring created disabled, restricted (IORING_REGISTER_RESTRICTIONS)
+// and only then enabled: restrict_and_enable() says what the kernel is told and why.
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/stat.h>
@@ -11,11 +14,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bitset>
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <stdexcept>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "backend.hpp"
 #include "setup_error.hpp"
@@ -50,14 +56,42 @@ ring_flags drop_newest(ring_flags f) {
   return f;
 }
 
+// The kernel opcode each of our operations becomes: what prepare() and fill_rw() below build, for the
+// ring's restrictions. A new op_code without a case here is a compiler warning (-Wswitch).
+std::uint8_t kernel_opcode(op_code c) {
+  switch (c) {
+    case op_code::nop: return IORING_OP_NOP;
+    case op_code::read: return IORING_OP_READ;
+    case op_code::write: return IORING_OP_WRITE;
+    case op_code::timeout: return IORING_OP_TIMEOUT;
+    case op_code::poll: return IORING_OP_POLL_ADD;
+    case op_code::openat: return IORING_OP_OPENAT;
+    case op_code::close: return IORING_OP_CLOSE;
+    case op_code::statx: return IORING_OP_STATX;
+    case op_code::fsync: return IORING_OP_FSYNC;
+    case op_code::accept: return IORING_OP_ACCEPT;
+    case op_code::accept_multishot: return IORING_OP_ACCEPT;
+    case op_code::connect: return IORING_OP_CONNECT;
+    case op_code::recv: return IORING_OP_RECV;
+    case op_code::send: return IORING_OP_SEND;
+    case op_code::recvmsg: return IORING_OP_RECVMSG;
+    case op_code::sendmsg: return IORING_OP_SENDMSG;
+    case op_code::shutdown: return IORING_OP_SHUTDOWN;
+    case op_code::cancel_fd: return IORING_OP_ASYNC_CANCEL;
+  }
+  return IORING_OP_NOP;
+}
+
 class native_backend final : public backend {
  public:
   native_backend(const executor_options& opts, const executor_plan& plan, executor_stats& stats) : stats_(stats) {
     ring_flags want = plan.flags;
     if (any(want & ring_flags::defer_taskrun)) want = want | ring_flags::single_issuer;
+    // A restricted ring starts disabled: restrictions can only be registered before the ring is enabled.
+    const bool restricted = plan.allowed_ops.restricts();
     for (;;) {
       io_uring_params params{};
-      params.flags = IORING_SETUP_CQSIZE | to_kernel(want);
+      params.flags = IORING_SETUP_CQSIZE | to_kernel(want) | (restricted ? IORING_SETUP_R_DISABLED : 0u);
       params.cq_entries = opts.cq_entries != 0 ? opts.cq_entries : 4 * opts.sq_entries;
       int r = io_uring_queue_init_params(opts.sq_entries, &ring_, &params);
       if (r == 0) {
@@ -80,12 +114,70 @@ class native_backend final : public backend {
     }
     if (plan.register_ring_fd) {
       // Returns 1 on success; -EBUSY when this thread's 16 slots are taken: then we keep the plain fd.
+      // Before restricting: restrictions limit io_uring_register too, and this needs no permission then.
       registered_ = io_uring_register_ring_fd(&ring_) == 1;
       if (!registered_) ++stats_.registered_ring_fallbacks;
     }
+    if (restricted) restrict_and_enable(plan.allowed_ops);
   }
 
   ~native_backend() override { io_uring_queue_exit(&ring_); }
+
+  // The ring's restrictions: the kernel opcodes of the allowed operations plus those the executor needs
+  // itself, the register operations the library performs after start-up, and the SQE flags it sets.
+  // Then the ring is enabled, and no io_uring_register call can change the list again.
+  void restrict_and_enable(const op_allowlist& allowed) {
+    std::vector<io_uring_restriction> list;
+    std::bitset<256> ops;
+    auto add = [&list](std::uint16_t kind, std::uint8_t value) {
+      io_uring_restriction r{};
+      r.opcode = kind;
+      r.sqe_op = value;  // one byte of a union: register_op and sqe_flags share it
+      list.push_back(r);
+    };
+    auto allow_op = [&](std::uint8_t op) {
+      if (!ops.test(op)) add(IORING_RESTRICTION_SQE_OP, op);
+      ops.set(op);
+    };
+    for (std::size_t k = 0; k < kOpCodeCount; ++k) {
+      if (allowed.allows(op_code(k))) allow_op(kernel_opcode(op_code(k)));
+    }
+    // The executor's own (kExecutorOwnOps, and linked timeouts): its wake-up read of its eventfd,
+    // cancellation (also the shutdown that drains every operation before frames are freed) and
+    // with_timeout. User operations of these kinds are still refused by the executor unless listed.
+    allow_op(IORING_OP_READ);
+    allow_op(IORING_OP_ASYNC_CANCEL);
+    allow_op(IORING_OP_LINK_TIMEOUT);
+    if (allowed.allows_msg_ring()) allow_op(IORING_OP_MSG_RING);
+    // Register operations after start-up: the eventfd slot (register_eventfd, notify_fd), the ring fd's
+    // unregistration at exit (or the thread's slot would keep the ring alive), provided buffer rings.
+    for (std::uint8_t op : {IORING_REGISTER_EVENTFD, IORING_REGISTER_EVENTFD_ASYNC, IORING_UNREGISTER_EVENTFD,
+                            IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING, IORING_UNREGISTER_PBUF_RING}) {
+      add(IORING_RESTRICTION_REGISTER_OP, op);
+    }
+    // Without this every SQE carrying a flag is refused: links (with_timeout), skipped success CQEs (cancel,
+    // MSG_RING), provided-buffer selection and forced async are what the library sets.
+    add(IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
+        IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT | IOSQE_ASYNC);
+    if (register_raw(IORING_REGISTER_RESTRICTIONS, list.data(), static_cast<unsigned>(list.size())) != 0) {
+      fail_setup(errno, "io_uring_register(IORING_REGISTER_RESTRICTIONS) for the executor's op allowlist "
+                        "(ring restrictions need kernel 5.10+)");
+    }
+    if (register_raw(IORING_REGISTER_ENABLE_RINGS, nullptr, 0) != 0) {
+      fail_setup(errno, "io_uring_register(IORING_REGISTER_ENABLE_RINGS) after restricting the ring");
+    }
+  }
+
+  // liburing 2.3 declares io_uring_register_restrictions and io_uring_enable_rings, but Debian's
+  // liburing.so.2.3 does not export them (they are missing from its symbol map): the syscall itself.
+  long register_raw(unsigned opcode, void* arg, unsigned nr) {
+    return ::syscall(__NR_io_uring_register, ring_.ring_fd, opcode, arg, nr);
+  }
+
+  [[noreturn]] void fail_setup(int err, const std::string& what) {
+    io_uring_queue_exit(&ring_);  // the constructor throws: no destructor will
+    throw std::system_error(err, std::system_category(), what);
+  }
 
   native_backend(const native_backend&) = delete;
   native_backend& operator=(const native_backend&) = delete;
@@ -96,8 +188,8 @@ class native_backend final : public backend {
     unsigned tail = ring_.sq.sqe_tail;
     unsigned free = sq_free(tail);
     for (operation* op = first; op != nullptr; op = op->next) {
-      if (op->state == op_state::cancelled_early) {
-        backlog_.push_back(completion{reinterpret_cast<std::uint64_t>(op), -ECANCELED, 0});
+      if (completes_early(op->state)) [[unlikely]] {
+        backlog_.push_back(completion{reinterpret_cast<std::uint64_t>(op), early_result(op->state), 0});
         continue;
       }
       op->state = op_state::submitted;

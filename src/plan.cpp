@@ -27,6 +27,18 @@ backend_kind parse_backend(const std::string& v) {
   throw std::invalid_argument("URING_BACKEND: unknown value '" + v + "' (expected auto, native or emulated)");
 }
 
+// What an allowlist means on `backend`, for the plan's notes.
+std::string restriction_note(const op_allowlist& allowed, backend_kind backend) {
+  std::string note = "restrictions: operations limited to " + to_string(allowed);
+  if (backend == backend_kind::native) {
+    note += " (the ring is restricted by the kernel, which also allows READ, ASYNC_CANCEL and LINK_TIMEOUT "
+            "for the executor's own use)";
+  } else {
+    note += " (enforced by the emulation)";
+  }
+  return note;
+}
+
 }  // namespace
 
 plan_overrides plan_overrides::from_environment() {
@@ -50,9 +62,12 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   if (overrides.backend != backend_kind::automatic) {
     plan.notes.push_back("backend: URING_BACKEND=" + to_string(overrides.backend));
   }
+  plan.allowed_ops = request.allowed_ops;
+  const bool restricted = request.allowed_ops.restricts();
   if (wanted == backend_kind::emulated) {
     plan.backend = backend_kind::emulated;
     if (overrides.backend == backend_kind::automatic) plan.notes.push_back("backend: emulated as requested");
+    if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
     return plan;
   }
   if (!kernel.io_uring_usable) {
@@ -62,9 +77,11 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     }
     plan.backend = backend_kind::emulated;
     plan.notes.push_back("backend: emulated, because " + kernel.reason);
+    if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
     return plan;
   }
   plan.backend = backend_kind::native;
+  if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
 
   ring_flags flags = request.flags;
   for (auto [f, flag] : kFlagFeatures) {
@@ -103,6 +120,9 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   } else if (!kernel.msg_ring) {
     plan.notes.push_back("messaging: MSG_RING unavailable on kernel " + kernel.kernel_release +
                          "; mailbox + eventfd instead");
+  } else if (!request.allowed_ops.allows_msg_ring()) {
+    plan.notes.push_back("messaging: MSG_RING not in the allowlist: messages to and from this executor use the "
+                         "mailbox + eventfd");
   } else {
     plan.msg_ring = true;
   }
@@ -120,6 +140,7 @@ std::string to_string(const executor_plan& plan) {
   }
   out += std::string(", messaging ") + (plan.msg_ring ? "MSG_RING" : "mailbox");
   if (plan.send_msg_ring) out += " (+SEND_MSG_RING)";
+  if (plan.allowed_ops.restricts()) out += ", ops " + to_string(plan.allowed_ops);
   for (const auto& n : plan.notes) out += "\n  - " + n;
   return out;
 }

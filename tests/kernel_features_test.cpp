@@ -256,13 +256,22 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(
       uring::to_json(plan),
       "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
-      "\"msg_ring\":true,\"send_msg_ring\":false,\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
+      "\"msg_ring\":true,\"send_msg_ring\":false,\"allowed_ops\":[],"
+      "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
   emulated.backend = uring::backend_kind::emulated;
   EXPECT_EQ(uring::to_json(emulated),
             "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
-            "\"send_msg_ring\":false,\"notes\":[]}");
+            "\"send_msg_ring\":false,\"allowed_ops\":[],\"notes\":[]}");
+
+  // A restricted plan lists the allowed operations by our names, msg_ring last.
+  uring::executor_plan restricted;
+  restricted.backend = uring::backend_kind::native;
+  restricted.allowed_ops = uring::op_allowlist{uring::op_kind::read, uring::op_kind::nop}.allow_msg_ring();
+  EXPECT_EQ(uring::to_json(restricted),
+            "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
+            "\"send_msg_ring\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],\"notes\":[]}");
 }
 
 TEST(KernelFeaturesJson, StructureCheckCatchesBrokenJson) {

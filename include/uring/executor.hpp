@@ -35,11 +35,8 @@
 
 namespace uring {
 
-// Counters an application may read between turns (from the owner thread).
-// The kinds of operation an executor counts (the same list the backends implement).
-using op_kind = detail::op_code;
-const char* to_string(op_kind k) noexcept;
-
+// Counters an application may read between turns (from the owner thread). Operations are counted by
+// op_kind (uring/op_allowlist.hpp), the same list the backends implement.
 struct executor_stats {
   std::uint64_t enters = 0;           // io_uring_enter calls (submit, wait, or both)
   std::uint64_t sqes = 0;             // operations handed to the kernel
@@ -184,10 +181,18 @@ struct executor_access {
     return *ex;
   }
   // Queues `op` for the turn's enter, which hands all of them to the backend at once.
+  // One not in the executor's allowlist is queued too, but as refused: it completes with -EACCES at the
+  // turn's end without reaching the kernel, through the same path as any completion.
   static void submit(executor& ex, operation& op) {
     if (ex.queue_.closed) [[unlikely]] refuse_while_closed();
     ex.queue_.push(op);
+    if ((ex.queue_.refused >> static_cast<unsigned>(op.request.code)) & 1u) [[unlikely]] {
+      op.state = op_state::refused;
+    }
   }
+  // Throws std::system_error(err) for the operation `name` of kind `code`; an EACCES for a kind the
+  // running executor's allowlist refuses says so, instead of a bare "Permission denied".
+  [[noreturn]] static void throw_op_error(int err, const char* name, op_code code);
   [[noreturn]] static void no_executor(const char* what);
   [[noreturn]] static void refuse_while_closed();
   // Resumes `h` on a later turn of ex's loop (owner thread only).

@@ -1,7 +1,7 @@
 // uring/executor_options.hpp — what a user can ask of an executor.
 //
 // Provides: uring::executor_options (also spelled executor::options), uring::ring_flags,
-// uring::backend_kind, uring::feature and uring::feature_set.
+// uring::backend_kind, uring::feature and uring::feature_set (the allowlist: uring/op_allowlist.hpp).
 // Threads: plain values; any thread.
 //
 // The request is not the outcome: make_plan (uring/plan.hpp) combines it with what the kernel can do and
@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "uring/op_allowlist.hpp"
 
 namespace uring {
 
@@ -100,6 +102,10 @@ struct executor_options {
   // inbox (or in the kernel on their way to it) before that sender's send suspends. Bounds the memory a
   // fast sender can pile up. At least 2.
   unsigned message_window = 1024;
+  // The operations this executor may start (uring/op_allowlist.hpp); empty: all. Anything else fails
+  // with EACCES naming the operation, on every backend; natively the kernel enforces the same list
+  // (IORING_REGISTER_RESTRICTIONS), fixed for the ring's life. Example: {op_kind::read, op_kind::write}.
+  op_allowlist allowed_ops;
 };
 
 }  // namespace uring

@@ -63,8 +63,9 @@ std::string to_string(const kernel_features& f);
 // `opcodes` as arrays of the kernel's names, `setup_flags` as an array of flag names.
 std::string to_json(const kernel_features& f);
 // The plan as one JSON object: backend, flags (array of names), register_ring_fd, msg_ring, send_msg_ring,
-// notes (array of strings). Declared here rather than in plan.hpp only so that plan.hpp need not change;
-// plan.hpp includes this header, so it is available wherever executor_plan is.
+// allowed_ops (array of names, empty when unrestricted), notes (array of strings). Declared here rather
+// than in plan.hpp only so that plan.hpp need not change; plan.hpp includes this header, so it is
+// available wherever executor_plan is.
 std::string to_json(const executor_plan& plan);
 
 }  // namespace uring

@@ -108,7 +108,7 @@ tcp_stream accept_stream::next_awaitable::await_resume() {
     return tcp_stream(fd);
   }
   const int err = std::exchange(state_->error, 0);
-  throw_errno(err != 0 ? err : ECANCELED, "accept");
+  detail::executor_access::throw_op_error(err != 0 ? err : ECANCELED, "accept", detail::op_code::accept_multishot);
 }
 
 void accept_stream::next_awaitable::on_stop::operator()() const noexcept {

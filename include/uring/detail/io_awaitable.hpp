@@ -137,7 +137,7 @@ class [[nodiscard]] io_awaitable : private operation {
     if constexpr (!Throw) {
       return io_result{r};
     } else {
-      if (r < 0) throw_errno(-r, name_);
+      if (r < 0) executor_access::throw_op_error(-r, name_, request.code);
       if constexpr (requires { payload_.value(r); }) {
         return payload_.value(r);  // a result built from the payload and the kernel's answer (recv_from)
       } else if constexpr (requires { payload_.value(); }) {

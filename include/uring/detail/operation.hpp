@@ -9,6 +9,7 @@
 // from submission until its completion has been delivered: awaitables keep it in the coroutine frame.
 #pragma once
 
+#include <cerrno>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -66,8 +67,20 @@ struct io_request {
   const timespec64* link_timeout = nullptr;
 };
 
-// Where an operation is in its life, so that a cancel knows whether the kernel has it yet.
-enum class op_state : std::uint8_t { idle, queued, submitted, cancelled_early };
+// Where an operation is in its life, so that a cancel knows whether the kernel has it yet. The last two
+// never reach the kernel: the backend completes them at the turn's end with early_result(state).
+enum class op_state : std::uint8_t {
+  idle,
+  queued,
+  submitted,
+  cancelled_early,  // cancelled before its turn's submit: completes -ECANCELED
+  refused,          // not in the executor's op allowlist: completes -EACCES
+};
+
+[[nodiscard]] constexpr bool completes_early(op_state s) noexcept { return s >= op_state::cancelled_early; }
+[[nodiscard]] constexpr std::int32_t early_result(op_state s) noexcept {
+  return s == op_state::refused ? -EACCES : -ECANCELED;
+}
 
 struct operation {
   // Called on the owner thread once the operation's completion is reaped, after `res` and `cqe_flags`
@@ -109,6 +122,10 @@ struct op_queue {
   operation* tail = nullptr;
   std::size_t inflight = 0;  // submitted or pending, completion not yet reaped
   bool closed = false;       // the executor is shutting down: no new operations
+  // One bit per op_code the executor's allowlist refuses (0: unrestricted). Checked as each user
+  // operation is queued (executor_access::submit; the executor's own wake-up read is exempt), so that a
+  // refused one costs no SQE and fails the same way on every backend.
+  std::uint32_t refused = 0;
 
   void push(operation& op) noexcept {
     op.next = nullptr;
