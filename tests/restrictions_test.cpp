@@ -218,8 +218,8 @@ TEST_P(Restrictions, RefusalResumesOnceAndLeaksNothing) {
   {
     executor ex(restricted({op_kind::nop}));
     int resumed = 0;
-    ex.run([](int fd, int& resumed) -> task<void> {
-      for (int i = 0; i < 100; ++i) uring::spawn(refused_once(fd, resumed));
+    ex.run([](int fd, int& count) -> task<void> {
+      for (int i = 0; i < 100; ++i) uring::spawn(refused_once(fd, count));
       for (int i = 0; i < 10; ++i) co_await uring::nop();  // more turns: a second resumption would show
     }(p.read_end.get(), resumed));
     EXPECT_EQ(resumed, 100);
@@ -249,9 +249,9 @@ TEST_P(Restrictions, ExecutorsOwnOperationsWorkUnderTheNarrowestList) {
   executor timers(restricted({op_kind::timeout}));
   std::stop_source stop;
   std::jthread stopper;
-  auto r = timers.run([](std::stop_source& stop, std::jthread& stopper) -> task<uring::io_result> {
-    stopper = std::jthread([&stop] { stop.request_stop(); });
-    co_return co_await uring::with_stop_token(uring::sleep_for(1h), stop.get_token()).nothrow();
+  auto r = timers.run([](std::stop_source& source, std::jthread& thread) -> task<uring::io_result> {
+    thread = std::jthread([&source] { source.request_stop(); });
+    co_return co_await uring::with_stop_token(uring::sleep_for(1h), source.get_token()).nothrow();
   }(stop, stopper));
   EXPECT_EQ(r.res, -ECANCELED);
   timers.run([]() -> task<void> {
@@ -386,10 +386,10 @@ TEST_P(Restrictions, MessagingWithoutMsgRingUsesTheMailboxBothWays) {
   std::promise<std::thread::id> ran_on_a;
   std::promise<int> peer_ok;
   uring::spawn(b, spawn_peer(a, ran_on_a, peer_ok));
-  int back = a.run([](executor& b) -> task<int> {
-    std::thread::id there = co_await uring::submit_to(b, [] { return uring::test::this_id(); });
+  int back = a.run([](executor& peer) -> task<int> {
+    std::thread::id there = co_await uring::submit_to(peer, [] { return uring::test::this_id(); });
     EXPECT_NE(there, uring::test::this_id());
-    for (int i = 0; i < 3; ++i) co_await uring::send(b, i, 100 + i);
+    for (int i = 0; i < 3; ++i) co_await uring::send(peer, i, 100 + i);
     uring::inbox in(*executor::current());
     int ok = 0;
     for (int i = 0; i < 3; ++i) {
@@ -410,8 +410,8 @@ TEST_P(Restrictions, MsgRingInTheListKeepsTheRingRoad) {
   uring::executor_group others(1, options());
   executor& b = others.at(0);
   executor a(restricted(op_allowlist{op_kind::nop}.allow_msg_ring()));
-  std::thread::id there = a.run([](executor& b) -> task<std::thread::id> {
-    co_return co_await uring::submit_to(b, [] { return uring::test::this_id(); });
+  std::thread::id there = a.run([](executor& peer) -> task<std::thread::id> {
+    co_return co_await uring::submit_to(peer, [] { return uring::test::this_id(); });
   }(b));
   EXPECT_NE(there, std::this_thread::get_id());
   if (!emulated()) {
