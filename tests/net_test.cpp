@@ -1,6 +1,5 @@
 // Sockets over the ring, on every backend: addresses, TCP and unix streams, multishot accept, UDP, errors,
 // timeouts, cancellation, and no fd left behind.
-#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -33,16 +32,6 @@ using uring::net::address;
 using uring::net::tcp_listener;
 using uring::net::tcp_stream;
 using uring::net::udp_socket;
-
-int open_fd_count() {
-  int n = 0;
-  DIR* d = ::opendir("/proc/self/fd");
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  ::closedir(d);
-  return n - 1;  // the directory's own fd
-}
 
 // Raises the soft RLIMIT_NOFILE to at least `n` for the test's lifetime.
 class nofile_limit {
@@ -170,14 +159,8 @@ TEST(Address, RejectsBadInputSayingWhatIsWrong) {
   EXPECT_EQ(message(""), "address \"\": empty address");
 }
 
-class Net : public uring::test::backend_test {
- protected:
-  void SetUp() override { fds_before_ = open_fd_count(); }
-  void TearDown() override { EXPECT_EQ(open_fd_count(), fds_before_) << "an fd was left open"; }
-
- private:
-  int fds_before_ = 0;
-};
+// Every test checks that no fd is left open (fd_leak.hpp, for all tests).
+class Net : public uring::test::backend_test {};
 
 TEST_P(Net, TcpEchoRoundTrip) {
   auto listener = tcp_listener::bind(loopback());
