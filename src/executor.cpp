@@ -466,6 +466,10 @@ int executor::notify_fd() {
 
 const executor_stats& executor::stats() const noexcept { return impl_->stats; }
 
+std::size_t executor::operations_in_flight() const noexcept {
+  return queue_.inflight - (impl_->wake_armed ? 1 : 0);
+}
+
 const executor_plan& executor::plan() const noexcept { return impl_->plan; }
 
 bool executor::registered_ring() const noexcept { return impl_->backend && impl_->backend->registered_ring(); }

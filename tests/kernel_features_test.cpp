@@ -3,7 +3,6 @@
 
 #include <liburing.h>
 
-#include <dirent.h>
 
 #include <algorithm>
 #include <cctype>
@@ -16,6 +15,7 @@
 #include <uring/kernel_features.hpp>
 #include <uring/plan.hpp>
 
+#include "fd_leak.hpp"
 #include "setup_error.hpp"
 
 namespace {
@@ -27,14 +27,7 @@ bool release_at_least(const std::string& release, int major, int minor) {
   return have_major > major || (have_major == major && have_minor >= minor);
 }
 
-int open_fd_count() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (::readdir(d) != nullptr) ++n;
-    ::closedir(d);
-  }
-  return n;
-}
+using uring::test::open_fd_count;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

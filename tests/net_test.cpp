@@ -1,6 +1,5 @@
 // Sockets over the ring, on every backend: addresses, TCP and unix streams, multishot accept, UDP, errors,
 // timeouts, cancellation, and no fd left behind.
-#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -33,16 +32,6 @@ using uring::net::address;
 using uring::net::tcp_listener;
 using uring::net::tcp_stream;
 using uring::net::udp_socket;
-
-int open_fd_count() {
-  int n = 0;
-  DIR* d = ::opendir("/proc/self/fd");
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  ::closedir(d);
-  return n - 1;  // the directory's own fd
-}
 
 // Raises the soft RLIMIT_NOFILE to at least `n` for the test's lifetime.
 class nofile_limit {
@@ -168,16 +157,19 @@ TEST(Address, RejectsBadInputSayingWhatIsWrong) {
   EXPECT_EQ(message("unix:"), "address \"\": empty unix socket path");
   EXPECT_EQ(message("unix:" + std::string(120, 'x')).find("longer than 107 bytes") != std::string::npos, true);
   EXPECT_EQ(message(""), "address \"\": empty address");
+  // A NUL byte would end the text for inet_pton and the kernel, which would take a prefix (found by
+  // fuzz/address_fuzz): refused. In an abstract name it is just a byte, and round-trips.
+  using namespace std::string_literals;
+  EXPECT_EQ(message("1.2.3.4\0junk:80"s), "address \"1.2.3.4"s) << "what() ends at the NUL";
+  EXPECT_NE(message("unix:/tmp/a\0b"s), "(accepted)");
+  EXPECT_THROW((void)address::ip("::1\0zz"s, 80), std::invalid_argument);
+  address abstract_nul = address::parse("unix:@a\0b"s);
+  EXPECT_EQ(abstract_nul.to_string(), "unix:@a\0b"s);
+  EXPECT_EQ(address::parse(abstract_nul.to_string()), abstract_nul);
 }
 
-class Net : public uring::test::backend_test {
- protected:
-  void SetUp() override { fds_before_ = open_fd_count(); }
-  void TearDown() override { EXPECT_EQ(open_fd_count(), fds_before_) << "an fd was left open"; }
-
- private:
-  int fds_before_ = 0;
-};
+// Every test checks that no fd is left open (fd_leak.hpp, for all tests).
+class Net : public uring::test::backend_test {};
 
 TEST_P(Net, TcpEchoRoundTrip) {
   auto listener = tcp_listener::bind(loopback());

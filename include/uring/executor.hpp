@@ -151,6 +151,10 @@ class executor {
   static executor* current() noexcept { return detail::running_executor(); }
 
   [[nodiscard]] const executor_stats& stats() const noexcept;
+  // Operations awaited on this executor whose final completion has not been reaped yet: queued for the
+  // next enter, or held by the kernel (the emulation). The executor's own wake-up read is not counted,
+  // so this is 0 whenever every awaited operation (and multishot one) has finished. Owner thread.
+  [[nodiscard]] std::size_t operations_in_flight() const noexcept;
   // What the executor runs on and why: backend, setup flags, fallbacks with their reasons.
   [[nodiscard]] const executor_plan& plan() const noexcept;
   // True when the ring fd is registered, i.e. every enter uses IORING_ENTER_REGISTERED_RING.

@@ -35,7 +35,9 @@ address::address() noexcept {
 }
 
 address address::ip(std::string_view ip, std::uint16_t port) {
-  std::string text(ip);  // inet_pton wants a terminated string
+  // inet_pton wants a terminated string, and would stop at a NUL inside the text, accepting its prefix.
+  if (ip.find('\0') != std::string_view::npos) bad(ip, "a NUL byte inside an IP address");
+  std::string text(ip);
   address a;
   if (text.find(':') == std::string::npos) {
     auto* in = reinterpret_cast<sockaddr_in*>(&a.storage_);
@@ -58,9 +60,12 @@ address address::unix_path(std::string_view path) {
   auto* un = reinterpret_cast<sockaddr_un*>(&a.storage_);
   if (path.empty()) bad(path, "empty unix socket path");
   if (path.size() >= sizeof un->sun_path) bad(path, "unix socket path longer than 107 bytes");
+  const bool abstract = path.front() == '@';
+  // A path ends at its first NUL for the kernel (and for to_string): refuse one rather than bind a prefix.
+  // An abstract name is a byte string: NULs are part of it.
+  if (!abstract && path.find('\0') != std::string_view::npos) bad(path, "a NUL byte inside a unix socket path");
   un->sun_family = AF_UNIX;
   std::memcpy(un->sun_path, path.data(), path.size());
-  const bool abstract = path.front() == '@';
   if (abstract) un->sun_path[0] = '\0';
   // An abstract name's length is exact (no terminator counts); a path's includes its terminator.
   a.size_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + (abstract ? 0 : 1));
