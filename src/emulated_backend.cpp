@@ -277,6 +277,10 @@ class emulated_backend final : public backend {
     return epoll_fd_;
   }
 
+  // Provided buffers are a kernel feature: the library falls back to receiving into its own pool.
+  int register_buf_ring(void*, unsigned, std::uint16_t) override { return -EOPNOTSUPP; }
+  int unregister_buf_ring(std::uint16_t) override { return -EOPNOTSUPP; }
+
   bool registered_ring() const noexcept override { return false; }
   ring_flags active_flags() const noexcept override { return ring_flags::none; }
   ring_flags dropped_flags() const noexcept override { return ring_flags::none; }
@@ -356,6 +360,8 @@ class emulated_backend final : public backend {
       case op_code::cancel_fd:
         post(op, cancel_fd(r.fd));
         return;
+      case op_code::recv_multishot:
+        break;  // no provided buffers here (register_buf_ring refuses): -EINVAL below
       case op_code::poll: {
         pollfd p{r.fd, static_cast<short>(r.op_flags), 0};
         if (::poll(&p, 1, 0) > 0) {
@@ -390,8 +396,16 @@ class emulated_backend final : public backend {
     // Later operations on an fd queue behind earlier ones, as they would in the kernel.
     auto it = fds_.find(r.fd);
     bool behind = it != fds_.end() && !list_for(it->second, r.code).empty();
-    int res = behind ? -EAGAIN : attempt(r);
     const bool rw = r.code == op_code::read || r.code == op_code::write;
+    // A socket operation asked not to wait (MSG_DONTWAIT in its flags) tries once and fails with EAGAIN,
+    // as io_uring's does (REQ_F_NOWAIT: no poll is armed for it, and it queues behind nothing).
+    const bool dontwait = !rw && r.code != op_code::accept && r.code != op_code::connect &&
+                          (r.op_flags & MSG_DONTWAIT) != 0;
+    int res = behind && !dontwait ? -EAGAIN : attempt(r);
+    if (res == -EAGAIN && dontwait) {
+      post(op, res);
+      return;
+    }
     bool in_worker = false;  // the kernel would have punted it to io-wq
     if (res == -EAGAIN) {
       if (park_on_fd(op, list_for(fds_[r.fd], r.code))) return;

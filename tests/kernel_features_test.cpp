@@ -252,17 +252,18 @@ TEST(KernelFeaturesJson, PlanExactly) {
   plan.flags = uring::ring_flags::submit_all | uring::ring_flags::defer_taskrun;
   plan.register_ring_fd = true;
   plan.msg_ring = true;
+  plan.buf_ring = true;
   plan.notes = {"say \"no\" to C:\\temp", "second"};
   EXPECT_EQ(
       uring::to_json(plan),
       "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
-      "\"msg_ring\":true,\"send_msg_ring\":false,\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
+      "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
   emulated.backend = uring::backend_kind::emulated;
   EXPECT_EQ(uring::to_json(emulated),
             "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
-            "\"send_msg_ring\":false,\"notes\":[]}");
+            "\"send_msg_ring\":false,\"buf_ring\":false,\"notes\":[]}");
 }
 
 TEST(KernelFeaturesJson, StructureCheckCatchesBrokenJson) {

@@ -187,6 +187,9 @@ struct executor_access {
     if (ex.queue_.closed) [[unlikely]] refuse_while_closed();
     ex.queue_.push(op);
   }
+  // False while the executor shuts down (submit would refuse): for code that starts operations from a
+  // completion or a destructor, which may run then.
+  static bool accepting(const executor& ex) noexcept { return !ex.queue_.closed; }
   [[noreturn]] static void no_executor(const char* what);
   [[noreturn]] static void refuse_while_closed();
   // Resumes `h` on a later turn of ex's loop (owner thread only).
@@ -223,6 +226,11 @@ struct executor_access {
   // Raw messages (uring/message.hpp): the executor's hub, and one message from the running executor
   // `from` to `to` by MSG_RING where both can, else through to's mailbox. False if `to` refuses work.
   static message_hub& hub(executor& ex) noexcept;
+
+  // Provided-buffer rings (net::buffer_pool), owner thread: 0 or -errno; -EOPNOTSUPP where the plan has
+  // none (emulated, an old kernel, or disabled), and the pool then receives by plain recv.
+  static int register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group);
+  static int unregister_buf_ring(executor& ex, std::uint16_t group);
   static bool raw_send(executor& from, executor& to, const message& m) noexcept;
 };
 }  // namespace detail

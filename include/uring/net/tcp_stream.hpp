@@ -22,6 +22,8 @@
 #include "uring/buffer.hpp"
 #include "uring/io.hpp"
 #include "uring/net/address.hpp"
+#include "uring/net/buffer_pool.hpp"
+#include "uring/net/leased_recv.hpp"
 #include "uring/net/socket.hpp"
 #include "uring/task.hpp"
 
@@ -64,6 +66,15 @@ class tcp_stream : public socket {
              .addr = buf.data()}};
   }
 
+  // The next received chunk, in a buffer leased from `pool` (uring/net/buffer_pool.hpp): empty at end of
+  // stream (and at every call after it). Throws std::system_error("recv: ...") for an error, ECANCELED
+  // on a stop request (`stop`, else the awaiting task's). The first call binds the stream to `pool` and to
+  // the running executor, which must be the pool's; natively it arms a multishot recv that stays armed
+  // while the stream reads. Not to be mixed with read_some while chunks may be waiting in the stream.
+  [[nodiscard]] recv_awaitable recv(buffer_pool& pool, std::stop_token stop = {}) {
+    return receiver_.recv(fd(), pool, std::move(stop));
+  }
+
   // Sends up to buf.size() bytes; yields the count, which may be short.
   [[nodiscard]] detail::io_awaitable<std::size_t> write_some(const_buffer buf) const noexcept {
     return {"write_some",
@@ -84,6 +95,9 @@ class tcp_stream : public socket {
 
   // TCP_NODELAY (TCP only).
   void set_nodelay(bool on);
+
+ private:
+  leased_receiver receiver_;  // recv(pool)'s state, made by its first call
 };
 
 // A unix-domain stream socket is the same type: every operation above applies (set_nodelay does not).
