@@ -9,10 +9,10 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "net/buffer_pool_state.hpp"
 #include "uring/error.hpp"
@@ -30,7 +30,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   recv_state(const recv_state&) = delete;
   recv_state& operator=(const recv_state&) = delete;
   ~recv_state() {
-    for (const chunk& c : ready) pool->give_back(c.id);
+    give_back_chunks();
     pool->unref();
   }
 
@@ -42,7 +42,10 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   int fd;
   pool_state* pool;
   executor* ex;
-  std::deque<chunk> ready;  // received, not yet taken (at most the pool's count)
+  // Received, not yet taken (at most the pool's count), from ready[head]. A vector, not a deque: an
+  // empty one allocates nothing, and an idle connection should cost as little as possible.
+  std::vector<chunk> ready;
+  std::size_t head = 0;
   int error = 0;            // for the next recv to throw
   bool eof = false;         // sticky: every later recv yields an empty lease
   bool abandoned = false;   // the stream is gone
@@ -55,7 +58,21 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   std::shared_ptr<recv_state> self;  // while an operation is in flight
 
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
-  [[nodiscard]] bool done() const noexcept { return !ready.empty() || error != 0 || eof; }
+  [[nodiscard]] bool has_chunk() const noexcept { return head < ready.size(); }
+  [[nodiscard]] bool done() const noexcept { return has_chunk() || error != 0 || eof; }
+  chunk take_chunk() noexcept {
+    chunk c = ready[head++];
+    if (head == ready.size()) {
+      ready.clear();
+      head = 0;
+    }
+    return c;
+  }
+  void give_back_chunks() noexcept {
+    for (std::size_t i = head; i < ready.size(); ++i) pool->give_back(ready[i].id);
+    ready.clear();
+    head = 0;
+  }
 
   void wake() noexcept {
     if (waiter) executor_access::schedule(*ex, std::exchange(waiter, {}));
@@ -120,8 +137,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   void abandon() noexcept {
     abandoned = true;
     waiter = {};
-    for (const chunk& c : ready) pool->give_back(c.id);
-    ready.clear();
+    give_back_chunks();
     if (hungry) {
       pool->stop_waiting(*this);
       hungry = false;
@@ -163,7 +179,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     } else if (res == -ENOBUFS) {
       // Every buffer was out when data came; it waits in the socket. Try again once one is back: at once
       // if one came back since the request was armed (the ring may hold it now), else when one does.
-      if (final && waiter && ready.empty()) {
+      if (final && waiter && !has_chunk()) {
         if (pool->returns != armed_at && pool->has_free()) {
           start();
         } else {
@@ -247,9 +263,8 @@ executor* state_suspend(const std::shared_ptr<recv_state>& state, std::coroutine
 }
 
 net::leased_buffer state_resume(recv_state& s) {
-  if (!s.ready.empty()) {
-    const auto c = s.ready.front();
-    s.ready.pop_front();
+  if (s.has_chunk()) {
+    const auto c = s.take_chunk();
     if (s.error == ECANCELED) s.error = 0;  // a stop that came with data: the data wins
     s.pool->add_ref();
     return net::leased_buffer(s.pool, c.id, s.pool->buffer(c.id), c.len);
