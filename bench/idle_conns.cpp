@@ -57,8 +57,9 @@ config parse(int argc, char** argv) {
     std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (v == nullptr) {
-      std::fprintf(stderr, "usage: uring-idle-conns [--connections N] [--backend native|emulated] "
-                           "[--recv leased|buffer] [--pool N] [--size BYTES]\n");
+      std::fprintf(stderr,
+                   "usage: uring-idle-conns [--connections N] [--backend native|emulated] "
+                   "[--recv leased|buffer] [--pool N] [--size BYTES]\n");
       std::exit(2);
     }
     ++i;
@@ -128,7 +129,8 @@ task<void> echo_buffer(tcp_stream s) {
 
 task<void> serve(const tcp_listener* l, const config* c, std::atomic<bool>* ready) {
   buffer_pool pool({.count = c->pool, .size = c->size});
-  if (c->leased) std::printf("pool: %u x %u bytes, %s\n", c->pool, c->size, pool.uses_ring() ? "buffer ring" : "no ring");
+  if (c->leased)
+    std::printf("pool: %u x %u bytes, %s\n", c->pool, c->size, pool.uses_ring() ? "buffer ring" : "no ring");
   auto connections = l->accept_all();
   ready->store(true);
   for (;;) {
@@ -224,10 +226,11 @@ int main(int argc, char** argv) {
   const long after_second = rss_kib();
 
   const double per_conn = static_cast<double>(after - before) * 1024.0 / c.connections;
-  std::printf("%s recv, %s backend: %d idle connections: RSS %ld KiB -> %ld KiB (%ld after a second echo round): "
-              "%.0f bytes per connection\n",
-              c.leased ? "leased" : "buffer", c.backend == uring::backend_kind::native ? "native" : "emulated",
-              c.connections, before, after, after_second, per_conn);
+  std::printf(
+      "%s recv, %s backend: %d idle connections: RSS %ld KiB -> %ld KiB (%ld after a second echo round): "
+      "%.0f bytes per connection\n",
+      c.leased ? "leased" : "buffer", c.backend == uring::backend_kind::native ? "native" : "emulated",
+      c.connections, before, after, after_second, per_conn);
 
   ::close(go[1]);  // the client closes its sockets and exits
   int status = 0;

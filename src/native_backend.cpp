@@ -25,6 +25,7 @@ namespace {
 
 static_assert(kCqeMore == IORING_CQE_F_MORE);
 static_assert(kCqeBuffer == IORING_CQE_F_BUFFER && kCqeBufferShift == IORING_CQE_BUFFER_SHIFT);
+static_assert(kCqeNotif == IORING_CQE_F_NOTIF);
 
 unsigned to_kernel(ring_flags f) {
   unsigned k = 0;
@@ -275,6 +276,13 @@ class native_backend final : public backend {
         io_uring_prep_recv_multishot(sqe, r.fd, nullptr, 0, static_cast<int>(r.op_flags));
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = static_cast<std::uint16_t>(r.len);
+        break;
+      case op_code::send_zc:
+        io_uring_prep_send_zc(sqe, r.fd, r.addr, r.len, static_cast<int>(r.op_flags), 0);
+        break;
+      case op_code::splice:
+        io_uring_prep_splice(sqe, static_cast<int>(r.aux), static_cast<std::int64_t>(r.offset), r.fd, -1, r.len,
+                             r.op_flags);
         break;
     }
     io_uring_sqe_set_data(sqe, &op);

@@ -118,6 +118,8 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   } else {
     plan.buf_ring = true;
   }
+  // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.
+  plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
   return plan;
 }
 

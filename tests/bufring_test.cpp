@@ -1,7 +1,7 @@
-// Leased receives from a buffer_pool, on every backend and on native with the buffer ring turned off (the
-// one-recv-per-call path): byte-exact echo, exhaustion and recovery with no byte lost, end of stream,
-// reset, cancellation while armed, leases that outlive their pool, streams dropped with data queued, idle
-// connections holding no buffer, and no fd left behind.
+// Leased receives from a buffer_pool and zero-copy sends, on every backend and on native with the buffer ring
+// turned off (the one-recv-per-call path): byte-exact echo, exhaustion and recovery with no byte lost, end of
+// stream, reset, cancellation while armed, leases that outlive their pool, streams dropped with data queued,
+// idle connections holding no buffer, and no fd left behind.
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,10 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <stop_token>
 #include <string>
 #include <system_error>
@@ -55,13 +56,13 @@ void write_fully(int fd, const std::string& data) {
   }
 }
 
-// Backends, plus native with the buffer ring disabled: the one-recv-per-call path on a real ring.
-std::vector<uring::test::backend_config> pool_backends() {
+// Every backend, plus native with `f` disabled (its fallback on a real ring), named `name`.
+std::vector<uring::test::backend_config> backends_and_native_without(uring::feature f, const char* name) {
   auto configs = uring::test::all_backends();
-  uring::executor_options no_ring;
-  no_ring.backend = uring::backend_kind::native;
-  no_ring.disable = uring::feature::buf_ring;
-  configs.push_back({"native_no_buf_ring", no_ring});
+  uring::executor_options without;
+  without.backend = uring::backend_kind::native;
+  without.disable = f;
+  configs.push_back({name, without});
   return configs;
 }
 
@@ -70,7 +71,8 @@ class LeasedRecv : public uring::test::backend_test {
   // Whether this configuration's pools should be provided-buffer rings.
   [[nodiscard]] bool expect_ring() const {
     const auto& k = uring::probed_kernel();
-    return !emulated() && !options().disable.contains(uring::feature::buf_ring) && k.buf_ring && k.multishot_recv;
+    return !emulated() && !options().disable.contains(uring::feature::buf_ring) && k.buf_ring &&
+           k.multishot_recv;
   }
 };
 
@@ -103,7 +105,8 @@ TEST_P(LeasedRecv, TcpEchoIsByteExactAndThePoolComesBackFull) {
     co_return echoed;
   }(listener, payload, ring, available_after));
   EXPECT_EQ(ring, expect_ring());
-  EXPECT_TRUE(back == payload) << "echoed " << back.size() << " of " << payload.size() << " bytes, or wrong bytes";
+  EXPECT_TRUE(back == payload) << "echoed " << back.size() << " of " << payload.size()
+                               << " bytes, or wrong bytes";
   EXPECT_EQ(available_after, 16u);
 }
 
@@ -347,7 +350,8 @@ TEST_P(LeasedRecv, DontWaitReceiveOnAnEmptySocketSaysEagain) {
   auto r = run([](int fd) -> task<uring::io_result> {
     char buf[8];
     co_return co_await uring::detail::io_awaitable<std::size_t>(
-        "recv", {.code = uring::detail::op_code::recv, .fd = fd, .len = 8, .op_flags = MSG_DONTWAIT, .addr = buf})
+        "recv",
+        {.code = uring::detail::op_code::recv, .fd = fd, .len = 8, .op_flags = MSG_DONTWAIT, .addr = buf})
         .nothrow();
   }(pair.ours.fd()));
   EXPECT_EQ(r.res, -EAGAIN);
@@ -360,7 +364,185 @@ TEST(BufferPool, RejectsBadSizes) {
   EXPECT_THROW(buffer_pool(ex, {.size = 0}), std::invalid_argument);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, LeasedRecv, ::testing::ValuesIn(pool_backends()),
+// ---- zero-copy sends ----
+
+class ZeroCopySend : public uring::test::backend_test {};
+
+task<void> write_all_zc_and_end(const tcp_stream* s, const std::string* payload) {
+  co_await s->write_all_zc(*payload);
+  co_await s->shutdown(SHUT_WR);
+}
+
+TEST_P(ZeroCopySend, WriteAllZcIsByteExactAndUsesTheOpWhereItCan) {
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  const std::string payload = pattern(8 << 20, 5);
+  uring::executor ex(options());
+  std::string got = ex.run([](const tcp_listener& l, const std::string& p) -> task<std::string> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    auto [sent, back] = co_await uring::when_all(write_all_zc_and_end(&client, &p), read_to_end(&server));
+    co_return back;
+  }(listener, payload));
+  EXPECT_EQ(got.size(), payload.size());
+  EXPECT_TRUE(got == payload) << "bytes differ";
+  const bool zc =
+      !emulated() && !options().disable.contains(uring::feature::send_zc) && uring::probed_kernel().send_zc;
+  EXPECT_EQ(ex.stats().started(uring::op_kind::send_zc) > 0, zc);
+  EXPECT_EQ(ex.stats().started(uring::op_kind::send) > 0, !zc);
+}
+
+// When send_zc returns, the buffer is the caller's again: overwriting it at once changes nothing sent.
+TEST_P(ZeroCopySend, TheBufferIsFreeWhenTheSendReturns) {
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  constexpr int kRounds = 16;
+  constexpr std::size_t kChunk = 64 << 10;
+  std::string expected;
+  for (int i = 0; i < kRounds; ++i) expected += pattern(kChunk, static_cast<unsigned>(i));
+  std::string got = run([](const tcp_listener& l) -> task<std::string> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    auto sender = [](const tcp_stream* s) -> task<void> {
+      std::string buf;
+      for (int i = 0; i < kRounds; ++i) {
+        buf = pattern(kChunk, static_cast<unsigned>(i));
+        for (std::size_t done = 0; done < buf.size();) {
+          done += co_await s->send_zc(std::string_view(buf).substr(done));
+        }
+        std::fill(buf.begin(), buf.end(), 'X');  // the kernel must be done with these pages
+      }
+      co_await s->shutdown(SHUT_WR);
+    };
+    auto [sent, back] = co_await uring::when_all(sender(&client), read_to_end(&server));
+    co_return back;
+  }(listener));
+  EXPECT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected) << "bytes differ: a buffer was overwritten while the kernel still read it";
+}
+
+// Unix-domain sockets refuse zero-copy (EOPNOTSUPP): the send goes as a copy, transparently.
+TEST_P(ZeroCopySend, UnixStreamsFallBackToACopy) {
+  stream_pair pair;
+  const std::string payload = pattern(1 << 20, 9);
+  std::string got;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(pair.peer.get(), buf, sizeof buf)) > 0;)
+      got.append(buf, static_cast<std::size_t>(n));
+  });
+  run([](tcp_stream s, const std::string& p) -> task<void> {
+    co_await s.write_all_zc(p);
+  }(std::move(pair.ours), payload));  // the stream closes at the end: the reader sees end of stream
+  reader.join();
+  EXPECT_TRUE(got == payload) << got.size() << " of " << payload.size() << " bytes, or wrong bytes";
+}
+
+TEST_P(ZeroCopySend, SendingToAClosedPeerNamesTheOperation) {
+  stream_pair pair;
+  pair.peer.reset();
+  std::string what;
+  auto code = run([](tcp_stream& s, std::string& what) -> task<std::error_code> {
+    try {
+      std::string big(1 << 20, 'z');
+      co_await s.write_all_zc(big);
+    } catch (const std::system_error& e) {
+      what = e.what();
+      co_return e.code();
+    }
+    co_return std::error_code{};
+  }(pair.ours, what));
+  EXPECT_EQ(code, std::error_code(EPIPE, std::system_category())) << what;
+  EXPECT_EQ(what.rfind("send_zc: ", 0), 0u) << what;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ZeroCopySend,
+                         ::testing::ValuesIn(backends_and_native_without(uring::feature::send_zc,
+                                                                         "native_no_send_zc")),
+                         [](const auto& info) { return info.param.name; });
+
+// ---- send_file: file -> pipe -> socket by splice ----
+
+class SendFile : public uring::test::backend_test {};
+
+// A temporary file holding `content`.
+unique_fd file_with(const std::string& content) {
+  unique_fd f = temp_file();
+  std::size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::pwrite(f.get(), content.data() + done, content.size() - done, static_cast<off_t>(done));
+    if (n <= 0) throw std::system_error(errno, std::system_category(), "pwrite");
+    done += static_cast<std::size_t>(n);
+  }
+  return f;
+}
+
+task<std::size_t> send_file_and_end(const tcp_stream* s, int file, std::uint64_t offset, std::size_t len) {
+  std::size_t n = co_await s->send_file(file, offset, len);
+  co_await s->shutdown(SHUT_WR);
+  co_return n;
+}
+
+TEST_P(SendFile, AMultiMegabyteFileArrivesByteExact) {
+  const std::string content = pattern((6 << 20) + 12345, 11);
+  unique_fd file = file_with(content);
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  const int baseline = open_fd_count();
+  struct result {
+    std::size_t sent;
+    std::string got;
+  };
+  auto r = run([](const tcp_listener& l, int f, std::size_t size) -> task<result> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    auto [sent, got] = co_await uring::when_all(send_file_and_end(&server, f, 0, size), read_to_end(&client));
+    co_return result{sent, std::move(got)};
+  }(listener, file.get(), content.size()));
+  EXPECT_EQ(r.sent, content.size());
+  EXPECT_EQ(r.got.size(), content.size());
+  EXPECT_TRUE(r.got == content) << "bytes differ";
+  EXPECT_EQ(open_fd_count(), baseline);  // its pipe is closed
+  EXPECT_EQ(::lseek(file.get(), 0, SEEK_CUR), 0) << "send_file moved the file's position";
+}
+
+// A range from an offset, and a length past the end of the file: what there is, and the count says so.
+TEST_P(SendFile, SendsARangeAndStopsAtTheEndOfTheFile) {
+  const std::string content = pattern(300000, 2);
+  unique_fd file = file_with(content);
+  stream_pair pair;
+  std::string got;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(pair.peer.get(), buf, sizeof buf)) > 0;)
+      got.append(buf, static_cast<std::size_t>(n));
+  });
+  auto sent = run([](tcp_stream s, int f) -> task<std::array<std::size_t, 2>> {
+    std::size_t a = co_await s.send_file(f, 1000, 5000);
+    std::size_t b = co_await s.send_file(f, 250000, 1 << 20);  // 50000 bytes are left
+    co_return std::array<std::size_t, 2>{a, b};
+  }(std::move(pair.ours), file.get()));
+  reader.join();
+  EXPECT_EQ(sent[0], 5000u);
+  EXPECT_EQ(sent[1], 50000u);
+  EXPECT_TRUE(got == content.substr(1000, 5000) + content.substr(250000)) << got.size() << " bytes";
+}
+
+TEST_P(SendFile, ABadFileNamesTheOperation) {
+  stream_pair pair;
+  std::string what;
+  run([](tcp_stream& s, std::string& what) -> task<void> {
+    try {
+      (void)co_await s.send_file(-1, 0, 100);
+    } catch (const std::system_error& e) {
+      what = e.what();
+    }
+  }(pair.ours, what));
+  EXPECT_EQ(what.rfind("send_file: ", 0), 0u) << what;
+}
+
+INSTANTIATE_BACKENDS(SendFile);
+
+INSTANTIATE_TEST_SUITE_P(Backends, LeasedRecv,
+                         ::testing::ValuesIn(backends_and_native_without(uring::feature::buf_ring,
+                                                                         "native_no_buf_ring")),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

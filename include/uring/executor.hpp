@@ -231,6 +231,8 @@ struct executor_access {
   // none (emulated, an old kernel, or disabled), and the pool then receives by plain recv.
   static int register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group);
   static int unregister_buf_ring(executor& ex, std::uint16_t group);
+  // Whether this executor sends zero-copy (op_code::send_zc) or falls back to send.
+  static bool zero_copy_send(const executor& ex) noexcept;
   static bool raw_send(executor& from, executor& to, const message& m) noexcept;
 };
 }  // namespace detail

@@ -34,6 +34,7 @@ struct executor_plan {
   bool msg_ring = false;                        // cross-executor messages by MSG_RING (else mailbox + eventfd)
   bool send_msg_ring = false;                   // ring-less threads post by IORING_REGISTER_SEND_MSG_RING
   bool buf_ring = false;                        // leased recv by provided buffer ring + multishot recv
+  bool send_zc = false;                         // send_zc by IORING_OP_SEND_ZC (else a plain send)
   std::vector<std::string> notes;               // each fallback or override, with its reason
 };
 

@@ -43,7 +43,8 @@ std::atomic<std::uint16_t> g_next_group{1};
 
 }  // namespace
 
-pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_ring) : ex(&e), count(n), size(sz) {
+pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_ring)
+    : ex(&e), count(n), size(sz) {
   if (n == 0 || n > kMaxBuffers) {
     throw std::invalid_argument("buffer_pool: count must be 1 to 32768, not " + std::to_string(n));
   }

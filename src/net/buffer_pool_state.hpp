@@ -37,18 +37,18 @@ struct pool_state {
   executor* ex;
   std::uint32_t count;
   std::uint32_t size;
-  std::uint16_t group = 0;     // the buffer group id, while ring
-  bool ring = false;           // registered as a provided-buffer ring
-  bool closed = false;         // the pool object is gone: receives fail, returns just count
-  std::size_t refs = 1;        // the pool object, leases, stream states
-  void* memory = nullptr;      // one mapping: the ring's slots (page-aligned, first), then the buffers
+  std::uint16_t group = 0;  // the buffer group id, while ring
+  bool ring = false;        // registered as a provided-buffer ring
+  bool closed = false;      // the pool object is gone: receives fail, returns just count
+  std::size_t refs = 1;     // the pool object, leases, stream states
+  void* memory = nullptr;   // one mapping: the ring's slots (page-aligned, first), then the buffers
   std::size_t mapped = 0;
   io_uring_buf_ring* slots = nullptr;
-  unsigned mask = 0;           // ring slots - 1
+  unsigned mask = 0;  // ring slots - 1
   char* buffers = nullptr;
-  std::uint32_t in_ring = 0;   // ring: buffers the kernel may still pick (as far as reaped CQEs tell)
+  std::uint32_t in_ring = 0;    // ring: buffers the kernel may still pick (as far as reaped CQEs tell)
   std::uint64_t exhausted = 0;  // times a stream found every buffer out
-  std::uint64_t returns = 0;   // buffers given back so far (a stream that ran dry asks: any since I armed?)
+  std::uint64_t returns = 0;    // buffers given back so far (a stream that ran dry asks: any since I armed?)
   std::vector<std::uint16_t> free_ids;  // no ring: buffers free to take
   std::vector<pool_waiter*> waiters;
 

@@ -46,11 +46,11 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   // empty one allocates nothing, and an idle connection should cost as little as possible.
   std::vector<chunk> ready;
   std::size_t head = 0;
-  int error = 0;            // for the next recv to throw
-  bool eof = false;         // sticky: every later recv yields an empty lease
-  bool abandoned = false;   // the stream is gone
-  bool hungry = false;      // waiting in the pool for a buffer to come back
-  std::uint16_t held = 0;   // no ring: the buffer the recv in flight fills
+  int error = 0;               // for the next recv to throw
+  bool eof = false;            // sticky: every later recv yields an empty lease
+  bool abandoned = false;      // the stream is gone
+  bool hungry = false;         // waiting in the pool for a buffer to come back
+  std::uint16_t held = 0;      // no ring: the buffer the recv in flight fills
   std::uint64_t armed_at = 0;  // ring: the pool's return count when the multishot was armed
   bool readable = false;       // no ring: the last poll said so, and nothing was received since
   bool eager = false;          // no ring: the last chunk filled its buffer (receive before polling)
@@ -106,7 +106,11 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     } else {
       readable = false;
       held = pool->take();
-      submit({.code = op_code::recv, .fd = fd, .len = pool->size, .op_flags = MSG_DONTWAIT, .addr = pool->buffer(held)});
+      submit({.code = op_code::recv,
+              .fd = fd,
+              .len = pool->size,
+              .op_flags = MSG_DONTWAIT,
+              .addr = pool->buffer(held)});
     }
   }
 

@@ -53,7 +53,8 @@ struct cancel_on_stop {
 template <class State, class Result>
 class [[nodiscard]] state_awaitable {
  public:
-  state_awaitable(std::shared_ptr<State> s, std::stop_token t) noexcept : state_(std::move(s)), token_(std::move(t)) {}
+  state_awaitable(std::shared_ptr<State> s, std::stop_token t) noexcept
+      : state_(std::move(s)), token_(std::move(t)) {}
   state_awaitable(state_awaitable&& o) noexcept : state_(std::move(o.state_)), token_(std::move(o.token_)) {}
   state_awaitable& operator=(state_awaitable&&) = delete;
 

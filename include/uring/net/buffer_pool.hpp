@@ -48,7 +48,10 @@ class leased_buffer {
  public:
   leased_buffer() noexcept = default;
   leased_buffer(leased_buffer&& o) noexcept
-      : pool_(std::exchange(o.pool_, nullptr)), data_(o.data_), size_(std::exchange(o.size_, 0)), id_(o.id_) {}
+      : pool_(std::exchange(o.pool_, nullptr)),
+        data_(o.data_),
+        size_(std::exchange(o.size_, 0)),
+        id_(o.id_) {}
   leased_buffer& operator=(leased_buffer&& o) noexcept {
     if (this != &o) {
       reset();
@@ -79,7 +82,8 @@ class leased_buffer {
     size_ = 0;
   }
 
-  // For the library: the lease of buffer `id` of `pool` (whose reference it takes over), holding `size` bytes.
+  // For the library: the lease of buffer `id` of `pool` (whose reference it takes over), holding `size`
+  // bytes.
   leased_buffer(detail::pool_state* pool, std::uint16_t id, char* data, std::size_t size) noexcept
       : pool_(pool), data_(data), size_(size), id_(id) {}
 

@@ -23,7 +23,7 @@ bool state_ready(const recv_state& s) noexcept;
 void state_cancel(recv_state& s) noexcept;
 executor* state_suspend(const std::shared_ptr<recv_state>& s, std::coroutine_handle<> h);
 net::leased_buffer state_resume(recv_state& s);
-}
+}  // namespace uring::detail
 
 namespace uring::net {
 
