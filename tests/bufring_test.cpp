@@ -177,16 +177,16 @@ TEST_P(LeasedRecv, ResetPeerFailsTheReceiveWithEconnreset) {
   auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
   std::error_code code;
   std::string what;
-  run([](const tcp_listener& l, std::error_code& code, std::string& what) -> task<void> {
+  run([](const tcp_listener& l, std::error_code& out_code, std::string& out_what) -> task<void> {
     buffer_pool pool({.count = 4, .size = 64});
     tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
     tcp_stream server = co_await l.accept();
-    auto waiting = [](tcp_stream& c, buffer_pool& p, std::error_code& code, std::string& what) -> task<void> {
+    auto waiting = [](tcp_stream& c, buffer_pool& p, std::error_code& err, std::string& text) -> task<void> {
       try {
         (void)co_await c.recv(p);
       } catch (const std::system_error& e) {
-        code = e.code();
-        what = e.what();
+        err = e.code();
+        text = e.what();
       }
     };
     auto reset = [](tcp_stream& srv) -> task<void> {
@@ -195,7 +195,7 @@ TEST_P(LeasedRecv, ResetPeerFailsTheReceiveWithEconnreset) {
       ::setsockopt(srv.fd(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
       co_await srv.close();
     };
-    co_await uring::when_all(waiting(client, pool, code, what), reset(server));
+    co_await uring::when_all(waiting(client, pool, out_code, out_what), reset(server));
   }(listener, code, what));
   EXPECT_EQ(code, std::error_code(ECONNRESET, std::system_category())) << what;
   EXPECT_EQ(what.rfind("recv: ", 0), 0u) << what;
