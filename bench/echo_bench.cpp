@@ -4,6 +4,8 @@
 //   uring     uring-echo's shape on the native backend: one multishot accept, a coroutine per connection
 //             looping read_some / write_all
 //   emulated  the same coroutines on the emulated backend (epoll + MSG_DONTWAIT inside the library)
+//   *_leased  the same, receiving by stream.recv(pool) from one shared buffer_pool (native: a buffer ring
+//             and one multishot recv per connection; emulated: poll, then recv into a pool buffer)
 // The client is the same plain epoll loop for all three, so the ratio compares the servers.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -108,22 +110,39 @@ uring::task<void> echo_connection(uring::net::tcp_stream s) {
   }
 }
 
-uring::task<void> serve(const uring::net::tcp_listener* l) {
+// The same loop by leased receives from one pool shared by every connection (uring/net/buffer_pool.hpp).
+uring::task<void> echo_leased(uring::net::tcp_stream s, uring::net::buffer_pool* pool) {
+  for (;;) {
+    uring::net::leased_buffer chunk = co_await s.recv(*pool);
+    if (chunk.empty()) co_return;
+    co_await s.write_all(chunk);
+  }
+}
+
+uring::task<void> serve(const uring::net::tcp_listener* l, bool leased) {
+  uring::net::buffer_pool pool({.count = 256, .size = 4096});
   auto connections = l->accept_all();
-  for (;;) uring::spawn(echo_connection(co_await connections.next()));
+  for (;;) {
+    uring::net::tcp_stream s = co_await connections.next();
+    if (leased) {
+      uring::spawn(echo_leased(std::move(s), &pool));
+    } else {
+      uring::spawn(echo_connection(std::move(s)));
+    }
+  }
 }
 
 class uring_server {
  public:
-  uring_server(const uring::net::tcp_listener& l, uring::backend_kind backend) {
+  uring_server(const uring::net::tcp_listener& l, uring::backend_kind backend, bool leased) {
     std::latch ready(1);
-    thread_ = std::thread([&, backend] {
+    thread_ = std::thread([&, backend, leased] {
       uring::executor::options opts;
       opts.backend = backend;
       uring::executor ex(opts);
       ex_ = &ex;
       ready.count_down();
-      ex.run(serve(&l));  // until stop(): the shutdown cancels the accept and every connection
+      ex.run(serve(&l, leased));  // until stop(): the shutdown cancels the accept and every connection
     });
     ready.wait();
   }
@@ -194,17 +213,21 @@ void BM_echo_epoll(benchmark::State& state) {
   run_client(state, l.local_address().port());
 }
 
-void echo_ours(benchmark::State& state, uring::backend_kind backend) {
+void echo_ours(benchmark::State& state, uring::backend_kind backend, bool leased = false) {
   auto l = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
-  uring_server server(l, backend);
+  uring_server server(l, backend, leased);
   run_client(state, l.local_address().port());
 }
 
 void BM_echo_uring(benchmark::State& state) { echo_ours(state, uring::backend_kind::native); }
 void BM_echo_emulated(benchmark::State& state) { echo_ours(state, uring::backend_kind::emulated); }
+void BM_echo_uring_leased(benchmark::State& state) { echo_ours(state, uring::backend_kind::native, true); }
+void BM_echo_emulated_leased(benchmark::State& state) { echo_ours(state, uring::backend_kind::emulated, true); }
 
 }  // namespace
 
 BENCHMARK(BM_echo_epoll)->Name("echo/epoll")->Arg(1)->Arg(16)->UseRealTime();
 BENCHMARK(BM_echo_uring)->Name("echo/uring")->Arg(1)->Arg(16)->UseRealTime();
 BENCHMARK(BM_echo_emulated)->Name("echo/emulated")->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_echo_uring_leased)->Name("echo/uring_leased")->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_echo_emulated_leased)->Name("echo/emulated_leased")->Arg(1)->Arg(16)->UseRealTime();

@@ -1,10 +1,11 @@
 // uring-echo: a TCP echo server, thread-per-core, on io_uring or its epoll emulation.
 //
 //   uring-echo [--address 127.0.0.1] [--port 7000] [--threads 1] [--backend auto|native|emulated]
-//              [--idle-timeout SECONDS]
+//              [--idle-timeout SECONDS] [--accept reuseport|one]
 //
 // Each of the --threads executors runs on its own thread with its own SO_REUSEPORT listener on the same
-// port (the kernel spreads connections among them) and one multishot accept. `--port 0` binds a free
+// port (the kernel spreads connections among them) and one multishot accept; with --accept one, the first
+// thread alone listens and hands each connection to the threads in turn. `--port 0` binds a free
 // port; the first line on stdout says which ("uring-echo: listening on 127.0.0.1:PORT ..."). A connection
 // idle for --idle-timeout seconds (default 60; 0: never), reading or writing, is closed. SIGTERM or
 // SIGINT (read from a signalfd) drains: every executor stops accepting, lets the echoes in progress
@@ -32,12 +33,14 @@ struct config {
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: uring-echo [--address IP] [--port N] [--threads N] [--backend auto|native|emulated]\n"
-               "                  [--idle-timeout SECONDS]\n"
+               "                  [--idle-timeout SECONDS] [--accept reuseport|one]\n"
                "  --address       IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
                "  --port          TCP port (default 7000; 0 picks a free one, printed at start)\n"
                "  --threads       executors, each on its own thread with its own SO_REUSEPORT listener (default 1)\n"
                "  --backend       io_uring (native), its epoll emulation, or auto (default)\n"
                "  --idle-timeout  close a connection idle this long (default 60; 0: never)\n"
+               "  --accept        reuseport: a listener per thread (default); one: the first thread accepts and\n"
+               "                  hands each connection to the threads in turn\n"
                "SIGTERM/SIGINT: stop accepting, finish the echoes in progress, exit 0.\n");
   std::exit(code);
 }

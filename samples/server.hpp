@@ -2,9 +2,10 @@
 // server_setup.hpp, which uring-kv uses directly).
 //
 // Provides: sample::server_flags and sample::flag_reader (the common flags --address, --port, --threads,
-// --backend and the parsing of numbers), sample::worker and sample::connection_finished (one executor's
+// --backend, --accept one|reuseport and the parsing of numbers), sample::worker and sample::connection_finished (one executor's
 // connections and its drain), and sample::run_server, which binds one SO_REUSEPORT listener per thread,
-// runs an executor per thread with a multishot accept loop that spawns handler(stream, worker*), prints
+// runs an executor per thread with a multishot accept loop that spawns handler(stream, worker*) (or, with
+// --accept one, one listener on the first thread handing connections to every thread in turn), prints
 // "<name>: listening on ADDRESS (N threads, BACKEND backend)", and on SIGTERM/SIGINT (a signalfd) drains:
 // stop accepting, let every connection finish, exit status 0 (1 if a worker failed).
 // Threads: run_server is called once, from main. A worker belongs to its executor's thread, except that
@@ -21,7 +22,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <latch>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +42,10 @@ struct server_flags {
   int port = 7000;
   int threads = 1;
   uring::backend_kind backend = uring::backend_kind::automatic;
+  // How connections reach the threads: each its own SO_REUSEPORT listener (the kernel spreads them), or
+  // one listener on the first thread, which hands each connection to the threads in turn (a spawn onto
+  // the target executor: MSG_RING between native rings, else its mailbox).
+  bool accept_one = false;
 };
 
 // Walks argv: flag() is the current argument, value() and number() consume the one after it; a missing
@@ -88,6 +95,13 @@ class flag_reader {
         std::fprintf(stderr, "%s: --backend: '%s' is not auto, native or emulated\n", program_, b.c_str());
         usage_(2);
       }
+    } else if (flag_ == "--accept") {
+      std::string a = value();
+      if (a != "one" && a != "reuseport") {
+        std::fprintf(stderr, "%s: --accept: '%s' is not one or reuseport\n", program_, a.c_str());
+        usage_(2);
+      }
+      f.accept_one = a == "one";
     } else if (flag_ == "--help" || flag_ == "-h") {
       usage_(0);
     } else {
@@ -119,6 +133,7 @@ struct worker {
   std::mutex mutex;
   uring::executor* ex = nullptr;  // null once the executor is gone (guarded by mutex)
   std::string failure;
+  int handed_in = 0;  // --accept one: connections handed to this worker (its thread's count)
 };
 
 // Every connection the accept loop spawns calls this once, last, on the worker's thread.
@@ -138,11 +153,57 @@ struct all_finished {
   void await_resume() const noexcept {}
 };
 
-// Accepts until the drain, spawning handler(stream, w) for each connection, then waits for them all.
+// Serves a connection handed over by the accepting thread, on the target worker's thread.
+template <class Handler>
+uring::task<void> handed_off(uring::net::tcp_stream s, worker* w, Handler handler) {
+  ++w->live;
+  ++w->handed_in;
+  co_await handler(std::move(s), w);
+}
+
+// Where the accept loop sends each connection: itself (the worker's own listener), or, with one
+// acceptor, each worker in turn.
+struct dispatch {
+  std::vector<worker*> targets;  // empty: serve here
+  std::size_t next = 0;
+};
+
+// Hands `s` to the next worker; a worker that is gone or stopping refuses it, and the connection closes.
+template <class Handler>
+void hand_off(dispatch& d, uring::net::tcp_stream s, const Handler& handler) {
+  worker* target = d.targets[d.next++ % d.targets.size()];
+  std::lock_guard lock(target->mutex);
+  if (target->ex == nullptr) return;
+  try {
+    uring::spawn(*target->ex, handed_off(std::move(s), target, handler));
+  } catch (const std::system_error&) {
+    // It is draining: the task (and the connection in it) is dropped, closed.
+  }
+}
+
+// Resumes a worker without a listener (--accept one) once the drain is requested.
+struct drain_requested {
+  worker* w;
+  std::optional<std::stop_callback<std::function<void()>>> callback;
+  bool await_ready() const noexcept { return w->drain.stop_requested(); }
+  void await_suspend(std::coroutine_handle<> h) {
+    // request_stop runs on this worker's thread (posted there): resume on a later turn, not inside it.
+    callback.emplace(w->drain.get_token(), [h] { uring::executor::current()->post([h] { h.resume(); }); });
+  }
+  void await_resume() noexcept {}
+};
+
+// Accepts until the drain, spawning handler(stream, w) for each connection (or handing it to the next
+// worker), then waits for its own connections to finish. Without a listener it only waits for the drain.
 // The handler is a parameter, so it lives in this coroutine's frame while connections are spawned.
 template <class Handler>
 uring::task<void> accept_loop(const char* program, const uring::net::tcp_listener* listener, worker* w,
-                              Handler handler) {
+                              Handler handler, dispatch* d) {
+  if (listener == nullptr) {
+    co_await drain_requested{w, {}};
+    co_await all_finished{w};
+    co_return;
+  }
   auto connections = listener->accept_all();
   while (!w->drain.stop_requested()) {
     uring::net::tcp_stream s;
@@ -159,6 +220,10 @@ uring::task<void> accept_loop(const char* program, const uring::net::tcp_listene
       co_await uring::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
+    if (!d->targets.empty()) {
+      hand_off(*d, std::move(s), handler);
+      continue;
+    }
     ++w->live;
     uring::spawn(handler(std::move(s), w));
   }
@@ -167,7 +232,7 @@ uring::task<void> accept_loop(const char* program, const uring::net::tcp_listene
 
 template <class Handler>
 void run_worker(const char* program, const uring::net::tcp_listener* listener, worker* w,
-                uring::executor_options opts, Handler handler, std::latch* started) {
+                uring::executor_options opts, Handler handler, dispatch* d, std::latch* started) {
   try {
     uring::executor ex(opts);
     {
@@ -177,7 +242,7 @@ void run_worker(const char* program, const uring::net::tcp_listener* listener, w
     started->count_down();
     started = nullptr;
     try {
-      ex.run(accept_loop(program, listener, w, handler));
+      ex.run(accept_loop(program, listener, w, handler, d));
     } catch (...) {
       std::lock_guard lock(w->mutex);
       w->ex = nullptr;
@@ -212,7 +277,7 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   std::vector<uring::net::tcp_listener> listeners;
   uring::net::address where;
   try {
-    listeners = samples::bind_reuseport(f.address, f.port, f.threads);
+    listeners = samples::bind_reuseport(f.address, f.port, f.accept_one ? 1 : f.threads);
     where = listeners.front().local_address();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
@@ -223,12 +288,18 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   uring::executor_options opts;
   opts.backend = f.backend;
   std::vector<std::unique_ptr<worker>> workers;
+  for (int i = 0; i < f.threads; ++i) workers.push_back(std::make_unique<worker>());
+  detail::dispatch dispatch;  // used by the first thread only
+  if (f.accept_one) {
+    for (auto& w : workers) dispatch.targets.push_back(w.get());
+  }
   std::vector<std::thread> threads;
   std::latch started(f.threads);
   for (int i = 0; i < f.threads; ++i) {
-    workers.push_back(std::make_unique<worker>());
-    threads.emplace_back(detail::run_worker<Handler>, program, &listeners[static_cast<std::size_t>(i)],
-                         workers.back().get(), opts, handler, &started);
+    const auto n = static_cast<std::size_t>(i);
+    const uring::net::tcp_listener* listener = n < listeners.size() ? &listeners[n] : nullptr;
+    threads.emplace_back(detail::run_worker<Handler>, program, listener, workers[n].get(), opts, handler, &dispatch,
+                         &started);
   }
   started.wait();
   std::string backend = "?";
@@ -236,8 +307,8 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
     std::lock_guard lock(workers.front()->mutex);
     if (workers.front()->ex != nullptr) backend = to_string(workers.front()->ex->plan().backend);
   }
-  std::printf("%s: listening on %s (%d threads, %s backend)\n", program, where.to_string().c_str(), f.threads,
-              backend.c_str());
+  std::printf("%s: listening on %s (%d threads, %s backend%s)\n", program, where.to_string().c_str(), f.threads,
+              backend.c_str(), f.accept_one ? ", one acceptor" : "");
   std::fflush(stdout);
 
   const int signo = samples::wait_for_termination(signal_fd);
@@ -253,6 +324,11 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   }
   for (auto& t : threads) t.join();
   ::close(signal_fd);
+  if (f.accept_one) {
+    std::string counts;
+    for (auto& w : workers) counts += " " + std::to_string(w->handed_in);
+    std::fprintf(stderr, "%s: connections handed to each thread:%s\n", program, counts.c_str());
+  }
   int status = 0;
   for (auto& w : workers) {
     if (!w->failure.empty()) {

@@ -68,6 +68,12 @@ class backend {
   // given `notify`, the executor's eventfd, already registered in the slot.
   virtual int foreign_watch_fd(int notify) = 0;
 
+  // A provided-buffer ring (IORING_REGISTER_PBUF_RING, kernel 5.19): `entries` (a power of two) slots at
+  // `ring` (page-aligned, ours until unregistered) form buffer group `group`, which recv_multishot picks
+  // from. 0 or -errno (-EEXIST: the group is taken); the emulated backend has none (-EOPNOTSUPP).
+  virtual int register_buf_ring(void* ring, unsigned entries, std::uint16_t group) = 0;
+  virtual int unregister_buf_ring(std::uint16_t group) = 0;
+
   [[nodiscard]] virtual bool registered_ring() const noexcept = 0;
   [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;

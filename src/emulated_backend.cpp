@@ -94,6 +94,7 @@ int attempt(const io_request& r) {
     case op_code::recv:
       return retry_eintr([&] { return ::recv(r.fd, r.addr, r.len, static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
     case op_code::send:
+    case op_code::send_zc:  // a copy: the buffer is free again as soon as this returns
       return retry_eintr([&] { return ::send(r.fd, r.addr, r.len, static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
     case op_code::recvmsg:
       return retry_eintr(
@@ -108,6 +109,16 @@ int attempt(const io_request& r) {
         return ::accept4(r.fd, static_cast<sockaddr*>(r.addr), reinterpret_cast<socklen_t*>(r.aux),
                          static_cast<int>(r.op_flags));
       });
+    case op_code::splice: {
+      // Non-blocking on both ends: SPLICE_F_NONBLOCK covers the pipe; a socket output is switched for the
+      // call (splice has no per-call flag for it), as accept and connect are.
+      loff_t off = static_cast<loff_t>(r.offset);
+      loff_t* off_in = r.offset == kCurrentPosition ? nullptr : &off;
+      return nonblocking(r.fd, [&] {
+        return static_cast<int>(::splice(static_cast<int>(r.aux), off_in, r.fd, nullptr, r.len,
+                                         r.op_flags | SPLICE_F_NONBLOCK));
+      });
+    }
     case op_code::connect: {
       // The first call starts the handshake; a later one (once epoll says writable) reports how it went:
       // EISCONN when it succeeded, the socket's error when it failed, EALREADY while it is still going.
@@ -283,6 +294,10 @@ class emulated_backend final : public backend {
     return epoll_fd_;
   }
 
+  // Provided buffers are a kernel feature: the library falls back to receiving into its own pool.
+  int register_buf_ring(void*, unsigned, std::uint16_t) override { return -EOPNOTSUPP; }
+  int unregister_buf_ring(std::uint16_t) override { return -EOPNOTSUPP; }
+
   bool registered_ring() const noexcept override { return false; }
   ring_flags active_flags() const noexcept override { return ring_flags::none; }
   ring_flags dropped_flags() const noexcept override { return ring_flags::none; }
@@ -350,10 +365,12 @@ class emulated_backend final : public backend {
       case op_code::write:
       case op_code::recv:
       case op_code::send:
+      case op_code::send_zc:
       case op_code::recvmsg:
       case op_code::sendmsg:
       case op_code::accept:
       case op_code::connect:
+      case op_code::splice:
         start_rw(op);
         return;
       case op_code::accept_multishot:
@@ -362,6 +379,8 @@ class emulated_backend final : public backend {
       case op_code::cancel_fd:
         post(op, cancel_fd(r.fd));
         return;
+      case op_code::recv_multishot:
+        break;  // no provided buffers here (register_buf_ring refuses): -EINVAL below
       case op_code::poll: {
         pollfd p{r.fd, static_cast<short>(r.op_flags), 0};
         if (::poll(&p, 1, 0) > 0) {
@@ -396,8 +415,16 @@ class emulated_backend final : public backend {
     // Later operations on an fd queue behind earlier ones, as they would in the kernel.
     auto it = fds_.find(r.fd);
     bool behind = it != fds_.end() && !list_for(it->second, r.code).empty();
-    int res = behind ? -EAGAIN : attempt(r);
     const bool rw = r.code == op_code::read || r.code == op_code::write;
+    // A socket operation asked not to wait (MSG_DONTWAIT in its flags) tries once and fails with EAGAIN,
+    // as io_uring's does (REQ_F_NOWAIT: no poll is armed for it, and it queues behind nothing).
+    const bool dontwait = !rw && r.code != op_code::accept && r.code != op_code::connect && r.code != op_code::splice &&
+                          (r.op_flags & MSG_DONTWAIT) != 0;
+    int res = behind && !dontwait ? -EAGAIN : attempt(r);
+    if (res == -EAGAIN && dontwait) {
+      post(op, res);
+      return;
+    }
     bool in_worker = false;  // the kernel would have punted it to io-wq
     if (res == -EAGAIN) {
       if (park_on_fd(op, list_for(fds_[r.fd], r.code))) return;
@@ -460,8 +487,10 @@ class emulated_backend final : public backend {
         return st.readers;
       case op_code::write:
       case op_code::send:
+      case op_code::send_zc:
       case op_code::sendmsg:
       case op_code::connect:
+      case op_code::splice:  // waits for its output to take more
         return st.writers;
       default:
         return st.pollers;

@@ -353,6 +353,9 @@ const char* to_string(op_kind k) noexcept {
     case op_kind::sendmsg: return "sendmsg";
     case op_kind::shutdown: return "shutdown";
     case op_kind::cancel_fd: return "cancel_fd";
+    case op_kind::recv_multishot: return "recv_multishot";
+    case op_kind::send_zc: return "send_zc";
+    case op_kind::splice: return "splice";
   }
   return "?";
 }
@@ -574,6 +577,18 @@ void executor_access::refuse_while_closed() {
 }
 
 void executor_access::schedule(executor& ex, std::coroutine_handle<> h) { ex.impl_->ready.push_back(h); }
+
+int executor_access::register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group) {
+  if (!ex.impl_->plan.buf_ring || !ex.impl_->backend) return -EOPNOTSUPP;
+  return ex.impl_->backend->register_buf_ring(ring, entries, group);
+}
+
+bool executor_access::zero_copy_send(const executor& ex) noexcept { return ex.impl_->plan.send_zc; }
+
+int executor_access::unregister_buf_ring(executor& ex, std::uint16_t group) {
+  if (!ex.impl_->backend) return 0;  // the ring is gone, and its buffer rings with it
+  return ex.impl_->backend->unregister_buf_ring(group);
+}
 
 void executor_access::adopt(executor& ex, spawn_node& node) {
   auto& head = ex.impl_->spawned;

@@ -570,6 +570,7 @@ std::string to_json(const executor_plan& plan) {
       .boolean("register_ring_fd", plan.register_ring_fd)
       .boolean("msg_ring", plan.msg_ring)
       .boolean("send_msg_ring", plan.send_msg_ring)
+      .boolean("buf_ring", plan.buf_ring)
       .texts("allowed_ops", allowed_op_names(plan.allowed_ops))
       .texts("notes", plan.notes)
       .str();

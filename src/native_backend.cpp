@@ -32,6 +32,8 @@ namespace uring::detail {
 namespace {
 
 static_assert(kCqeMore == IORING_CQE_F_MORE);
+static_assert(kCqeBuffer == IORING_CQE_F_BUFFER && kCqeBufferShift == IORING_CQE_BUFFER_SHIFT);
+static_assert(kCqeNotif == IORING_CQE_F_NOTIF);
 
 unsigned to_kernel(ring_flags f) {
   unsigned k = 0;
@@ -78,6 +80,9 @@ std::uint8_t kernel_opcode(op_code c) {
     case op_code::sendmsg: return IORING_OP_SENDMSG;
     case op_code::shutdown: return IORING_OP_SHUTDOWN;
     case op_code::cancel_fd: return IORING_OP_ASYNC_CANCEL;
+    case op_code::recv_multishot: return IORING_OP_RECV;
+    case op_code::send_zc: return IORING_OP_SEND_ZC;
+    case op_code::splice: return IORING_OP_SPLICE;
   }
   return IORING_OP_NOP;
 }
@@ -272,6 +277,15 @@ class native_backend final : public backend {
   // it signals when deferred work is queued, and the executor's poll() asks for those events.
   int foreign_watch_fd(int notify) override { return notify; }
 
+  int register_buf_ring(void* ring, unsigned entries, std::uint16_t group) override {
+    io_uring_buf_reg reg{};
+    reg.ring_addr = reinterpret_cast<std::uint64_t>(ring);
+    reg.ring_entries = entries;
+    reg.bgid = group;
+    return io_uring_register_buf_ring(&ring_, &reg, 0);
+  }
+  int unregister_buf_ring(std::uint16_t group) override { return io_uring_unregister_buf_ring(&ring_, group); }
+
   bool registered_ring() const noexcept override { return registered_; }
   ring_flags active_flags() const noexcept override { return active_; }
   ring_flags dropped_flags() const noexcept override { return dropped_; }
@@ -354,6 +368,18 @@ class native_backend final : public backend {
         break;
       case op_code::cancel_fd:
         io_uring_prep_cancel_fd(sqe, r.fd, IORING_ASYNC_CANCEL_ALL);
+        break;
+      case op_code::recv_multishot:
+        io_uring_prep_recv_multishot(sqe, r.fd, nullptr, 0, static_cast<int>(r.op_flags));
+        sqe->flags |= IOSQE_BUFFER_SELECT;
+        sqe->buf_group = static_cast<std::uint16_t>(r.len);
+        break;
+      case op_code::send_zc:
+        io_uring_prep_send_zc(sqe, r.fd, r.addr, r.len, static_cast<int>(r.op_flags), 0);
+        break;
+      case op_code::splice:
+        io_uring_prep_splice(sqe, static_cast<int>(r.aux), static_cast<std::int64_t>(r.offset), r.fd, -1, r.len,
+                             r.op_flags);
         break;
     }
     io_uring_sqe_set_data(sqe, &op);

@@ -129,6 +129,17 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   if (plan.msg_ring && !disabled.contains(feature::send_msg_ring) && kernel.send_msg_ring) {
     plan.send_msg_ring = true;
   }
+  // Leased receives (net::buffer_pool) need both; without them they receive into the pool by plain recv.
+  if (disabled.contains(feature::buf_ring) || disabled.contains(feature::multishot)) {
+    plan.notes.push_back("leased recv: provided buffer rings or multishot disabled by request; one recv per call");
+  } else if (!kernel.buf_ring || !kernel.multishot_recv) {
+    plan.notes.push_back("leased recv: buffer rings or multishot recv unavailable on kernel " +
+                         kernel.kernel_release + " (6.0+); one recv per call");
+  } else {
+    plan.buf_ring = true;
+  }
+  // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.
+  plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
   return plan;
 }
 

@@ -118,13 +118,14 @@ ssize_t read_end(int fd) {
 struct echo_config {
   std::string backend;
   int threads;
+  std::string accept = "reuseport";
 };
 
 class EchoSample : public ::testing::TestWithParam<echo_config> {
  protected:
   std::vector<std::string> args(std::vector<std::string> extra = {}) const {
     std::vector<std::string> a{"--port", "0", "--backend", GetParam().backend, "--threads",
-                               std::to_string(GetParam().threads)};
+                               std::to_string(GetParam().threads), "--accept", GetParam().accept};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -148,7 +149,14 @@ TEST_P(EchoSample, EchoesThenDrainsOnSigtermAndExitsZero) {
   server.signal(SIGTERM);
   for (auto& c : clients) EXPECT_EQ(read_end(c.get()), 0);
   EXPECT_EQ(server.wait(), 0);
-  EXPECT_NE(server.errors().find("draining"), std::string::npos);
+  const std::string errors = server.errors();  // read once: it drains the pipe
+  EXPECT_NE(errors.find("draining"), std::string::npos);
+  if (GetParam().accept == "one") {
+    // One acceptor handed the 8 connections to the threads in turn: an equal share each.
+    std::string each;
+    for (int t = 0; t < GetParam().threads; ++t) each += " " + std::to_string(8 / GetParam().threads);
+    EXPECT_NE(errors.find("connections handed to each thread:" + each + "\n"), std::string::npos) << errors;
+  }
 }
 
 TEST_P(EchoSample, SigintDrainsToo) {
@@ -177,9 +185,11 @@ TEST_P(EchoSample, IdleConnectionsAreClosed) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, EchoSample,
                          ::testing::Values(echo_config{"native", 1}, echo_config{"native", 2},
-                                           echo_config{"emulated", 1}, echo_config{"emulated", 2}),
+                                           echo_config{"emulated", 1}, echo_config{"emulated", 2},
+                                           echo_config{"native", 2, "one"}, echo_config{"emulated", 2, "one"}),
                          [](const auto& info) {
-                           return info.param.backend + "_" + std::to_string(info.param.threads) + "_threads";
+                           return info.param.backend + "_" + std::to_string(info.param.threads) + "_threads" +
+                                  (info.param.accept == "one" ? "_one_acceptor" : "");
                          });
 
 TEST(EchoSampleFlags, HelpAndBadArguments) {

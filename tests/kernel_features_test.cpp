@@ -245,18 +245,19 @@ TEST(KernelFeaturesJson, PlanExactly) {
   plan.flags = uring::ring_flags::submit_all | uring::ring_flags::defer_taskrun;
   plan.register_ring_fd = true;
   plan.msg_ring = true;
+  plan.buf_ring = true;
   plan.notes = {"say \"no\" to C:\\temp", "second"};
   EXPECT_EQ(
       uring::to_json(plan),
       "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
-      "\"msg_ring\":true,\"send_msg_ring\":false,\"allowed_ops\":[],"
+      "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"allowed_ops\":[],"
       "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
   emulated.backend = uring::backend_kind::emulated;
   EXPECT_EQ(uring::to_json(emulated),
             "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
-            "\"send_msg_ring\":false,\"allowed_ops\":[],\"notes\":[]}");
+            "\"send_msg_ring\":false,\"buf_ring\":false,\"allowed_ops\":[],\"notes\":[]}");
 
   // A restricted plan lists the allowed operations by our names, msg_ring last.
   uring::executor_plan restricted;
@@ -264,7 +265,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   restricted.allowed_ops = uring::op_allowlist{uring::op_kind::read, uring::op_kind::nop}.allow_msg_ring();
   EXPECT_EQ(uring::to_json(restricted),
             "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
-            "\"send_msg_ring\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],\"notes\":[]}");
+            "\"send_msg_ring\":false,\"buf_ring\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],\"notes\":[]}");
 }
 
 TEST(KernelFeaturesJson, StructureCheckCatchesBrokenJson) {

@@ -22,12 +22,17 @@
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
+#include "net_util.hpp"
 #include "test_util.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using uring::task;
+using uring::test::open_fd_count;
+using uring::test::pattern;
+using uring::test::read_to_end;
+using uring::test::send_and_end;
 using uring::net::address;
 using uring::net::tcp_listener;
 using uring::net::tcp_stream;
@@ -53,12 +58,6 @@ class nofile_limit {
 
 address loopback() { return address::parse("127.0.0.1:0"); }
 
-std::string pattern(std::size_t n, unsigned seed) {
-  std::string s(n, '\0');
-  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed) % 26);
-  return s;
-}
-
 // Echoes until the peer ends its side, then closes.
 task<void> echo_connection(tcp_stream s) {
   std::array<char, 4096> buf;
@@ -73,22 +72,6 @@ task<void> echo_connection(tcp_stream s) {
 task<void> echo_server(const tcp_listener& l, int count) {
   auto connections = l.accept_all();
   for (int i = 0; i < count; ++i) uring::spawn(echo_connection(co_await connections.next()));
-}
-
-task<void> send_and_end(const tcp_stream* s, const std::string* payload) {
-  co_await s->write_all(*payload);
-  co_await s->shutdown(SHUT_WR);
-}
-
-task<std::string> read_to_end(const tcp_stream* s) {
-  std::string back;
-  std::array<char, 4096> buf;
-  for (;;) {
-    std::size_t n = co_await s->read_some(buf);
-    if (n == 0) break;
-    back.append(buf.data(), n);
-  }
-  co_return back;
 }
 
 // Sends `payload` and ends its side while it reads everything back (both at once: an echo of more than

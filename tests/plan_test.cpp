@@ -3,6 +3,8 @@
 // overrides and the feature-name parser.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
@@ -261,7 +263,17 @@ const plan_case kCases[] = {
      .expected = {.backend = kNative,
                   .notes = {"SUBMIT_ALL|COOP_TASKRUN refused by kernel 5.15-fake",
                             "registered ring fd: not supported by kernel 5.15-fake",
-                            "MSG_RING unavailable on kernel 5.15-fake"}}},
+                            "MSG_RING unavailable on kernel 5.15-fake",
+                            "leased recv: buffer rings or multishot recv unavailable on kernel 5.15-fake"}}},
+    {.name = "BufferRingsDisabledByRequest",
+     .kernel = full_kernel(),
+     .request = disabling(feature::buf_ring),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes = {"leased recv: provided buffer rings or multishot disabled by request"}}},
 };
 
 class MakePlan : public ::testing::TestWithParam<plan_case> {};
@@ -276,6 +288,12 @@ TEST_P(MakePlan, DecidesAndExplains) {
   EXPECT_EQ(plan.register_ring_fd, want.register_ring_fd) << shown;
   EXPECT_EQ(plan.msg_ring, want.msg_ring) << shown;
   EXPECT_EQ(plan.send_msg_ring, want.send_msg_ring) << shown;
+  // Buffer rings follow the kernel unless a note says why not.
+  if (plan.backend == kNative && std::none_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) {
+        return n.find("leased recv") != std::string::npos;
+      })) {
+    EXPECT_TRUE(plan.buf_ring) << shown;
+  }
   ASSERT_EQ(plan.notes.size(), want.notes.size()) << shown;
   for (std::size_t i = 0; i < want.notes.size(); ++i) {
     EXPECT_NE(plan.notes[i].find(want.notes[i]), std::string::npos) << "note " << i << ": " << plan.notes[i];

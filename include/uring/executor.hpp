@@ -197,6 +197,9 @@ struct executor_access {
   // Throws std::system_error(err) for the operation `name` of kind `code`; an EACCES for a kind the
   // running executor's allowlist refuses says so, instead of a bare "Permission denied".
   [[noreturn]] static void throw_op_error(int err, const char* name, op_code code);
+  // False while the executor shuts down (submit would refuse): for code that starts operations from a
+  // completion or a destructor, which may run then.
+  static bool accepting(const executor& ex) noexcept { return !ex.queue_.closed; }
   [[noreturn]] static void no_executor(const char* what);
   [[noreturn]] static void refuse_while_closed();
   // Resumes `h` on a later turn of ex's loop (owner thread only).
@@ -233,6 +236,13 @@ struct executor_access {
   // Raw messages (uring/message.hpp): the executor's hub, and one message from the running executor
   // `from` to `to` by MSG_RING where both can, else through to's mailbox. False if `to` refuses work.
   static message_hub& hub(executor& ex) noexcept;
+
+  // Provided-buffer rings (net::buffer_pool), owner thread: 0 or -errno; -EOPNOTSUPP where the plan has
+  // none (emulated, an old kernel, or disabled), and the pool then receives by plain recv.
+  static int register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group);
+  static int unregister_buf_ring(executor& ex, std::uint16_t group);
+  // Whether this executor sends zero-copy (op_code::send_zc) or falls back to send.
+  static bool zero_copy_send(const executor& ex) noexcept;
   static bool raw_send(executor& from, executor& to, const message& m) noexcept;
 };
 }  // namespace detail

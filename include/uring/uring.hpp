@@ -17,6 +17,8 @@
 #include "uring/kernel_features.hpp"
 #include "uring/net/accept_stream.hpp"
 #include "uring/net/address.hpp"
+#include "uring/net/buffer_pool.hpp"
+#include "uring/net/leased_recv.hpp"
 #include "uring/net/socket.hpp"
 #include "uring/net/tcp_listener.hpp"
 #include "uring/net/tcp_stream.hpp"

@@ -88,41 +88,29 @@ void accept_stream::cancel() noexcept {
   if (state_) state_->cancel();
 }
 
-bool accept_stream::next_awaitable::await_ready() const noexcept {
-  return !state_->ready.empty() || state_->error != 0;
+}  // namespace uring::net
+
+namespace uring::detail {
+
+bool state_ready(const accept_state& s) noexcept { return !s.ready.empty() || s.error != 0; }
+
+void state_cancel(accept_state& s) noexcept { s.cancel(); }
+
+executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h) {
+  executor& ex = executor_access::current("accept");
+  if (!s->in_flight()) s->arm(ex, s);
+  s->waiter = h;
+  return &ex;
 }
 
-bool accept_stream::next_awaitable::suspend(std::coroutine_handle<> h) {
-  executor& ex = detail::executor_access::current("accept");
-  if (!state_->in_flight()) state_->arm(ex, state_);
-  state_->waiter = h;
-  if (token_.stop_possible()) callback_.emplace(token_, on_stop{state_, &ex});  // may cancel at once
-  return true;
-}
-
-tcp_stream accept_stream::next_awaitable::await_resume() {
-  callback_.reset();
-  if (!state_->ready.empty()) {
-    int fd = state_->ready.front();
-    state_->ready.pop_front();
-    return tcp_stream(fd);
+net::tcp_stream state_resume(accept_state& s) {
+  if (!s.ready.empty()) {
+    int fd = s.ready.front();
+    s.ready.pop_front();
+    return net::tcp_stream(fd);
   }
-  const int err = std::exchange(state_->error, 0);
+  const int err = std::exchange(s.error, 0);
   detail::executor_access::throw_op_error(err != 0 ? err : ECANCELED, "accept", detail::op_code::accept_multishot);
 }
 
-void accept_stream::next_awaitable::on_stop::operator()() const noexcept {
-  if (executor::current() == owner) {
-    if (auto s = state.lock()) s->cancel();
-    return;
-  }
-  try {
-    owner->post([w = state] {
-      if (auto s = w.lock()) s->cancel();
-    });
-  } catch (...) {
-    // The executor no longer takes work: it is shutting down, which cancels the request anyway.
-  }
-}
-
-}  // namespace uring::net
+}  // namespace uring::detail

@@ -1,6 +1,7 @@
 // tcp_stream.cpp — the composite stream operations: connect_to, read_exactly, write_all.
 #include "uring/net/tcp_stream.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
@@ -10,6 +11,7 @@
 #include <system_error>
 
 #include "net/limits.hpp"
+#include "uring/owned_fd.hpp"
 
 namespace uring::net {
 
@@ -49,6 +51,39 @@ task<void> tcp_stream::write_all(const_buffer buf, std::chrono::nanoseconds time
     if (!r) throw_errno(-r.res, "write_all");
     done += static_cast<std::size_t>(r.res);
   }
+}
+
+task<void> tcp_stream::write_all_zc(const_buffer buf) const {
+  const auto* p = static_cast<const std::byte*>(buf.data());
+  for (std::size_t done = 0; done < buf.size();) done += co_await send_zc(const_buffer(p + done, buf.size() - done));
+}
+
+namespace {
+// One splice of up to `len` bytes from `in` (at `offset`, or kCurrentPosition) to `out`.
+detail::io_awaitable<std::size_t> splice(int in, std::uint64_t offset, int out, std::size_t len) {
+  return {"send_file",
+          {.code = detail::op_code::splice, .fd = out, .len = detail::clamp_len(len), .op_flags = SPLICE_F_MOVE,
+           .offset = offset, .aux = static_cast<std::uint64_t>(in)}};
+}
+}  // namespace
+
+task<std::size_t> tcp_stream::send_file(int file_fd, std::uint64_t offset, std::size_t len) const {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno(errno, "send_file: pipe2");
+  const owned_fd from_pipe(fds[0]), to_pipe(fds[1]);
+  // A pipe holds 64 KiB by default; a larger one moves more per pair of splices (best effort: the
+  // unprivileged limit is /proc/sys/fs/pipe-max-size).
+  (void)::fcntl(to_pipe.get(), F_SETPIPE_SZ, 1 << 20);
+  std::size_t done = 0;
+  while (done < len) {
+    std::size_t in_pipe = co_await splice(file_fd, offset + done, to_pipe.get(), len - done);
+    if (in_pipe == 0) break;  // the file ended
+    for (std::size_t out = 0; out < in_pipe;) {
+      out += co_await splice(from_pipe.get(), detail::kCurrentPosition, fd(), in_pipe - out);
+    }
+    done += in_pipe;
+  }
+  co_return done;
 }
 
 void tcp_stream::set_nodelay(bool on) { set_option(IPPROTO_TCP, TCP_NODELAY, on ? 1 : 0); }

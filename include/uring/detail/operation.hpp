@@ -38,13 +38,34 @@ enum class op_code : std::uint8_t {
   sendmsg,           // fd, addr = const msghdr*, op_flags = MSG_* flags
   shutdown,          // fd, len = SHUT_RD / SHUT_WR / SHUT_RDWR
   cancel_fd,         // fd: cancels every operation in flight on it; completes with how many, or -ENOENT
+  // fd, op_flags = MSG_* flags, len = buffer group (a provided-buffer ring registered on this ring). One
+  // completion per chunk received, flagged kCqeMore while armed, each carrying the buffer it filled
+  // (kCqeBuffer, id in the flags' top 16 bits). -ENOBUFS (final) when the group ran dry. Native only.
+  recv_multishot,
+  // As send, zero-copy (IORING_OP_SEND_ZC, 6.0): the byte count comes flagged kCqeMore, then a completion
+  // flagged kCqeNotif once the kernel no longer reads the buffer. The emulated backend sends a copy: one
+  // completion.
+  send_zc,
+  // fd = the output (a pipe, or a socket fed from a pipe), aux = the input fd, offset = the input's offset
+  // (kCurrentPosition for a pipe), len, op_flags = SPLICE_F_* flags. Completes with the bytes moved, 0 at
+  // the input's end. One side must be a pipe. The input must have data to give (the emulation waits only
+  // for the output to take more).
+  splice,
 };
 
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::cancel_fd) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::splice) + 1;
+// As an offset: the fd's own position (pipes and sockets have none).
+inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
 
 // A completion flag (the kernel's IORING_CQE_F_MORE): a multishot operation will complete again. Only the
 // completion without it is final.
 inline constexpr std::uint32_t kCqeMore = 1u << 1;
+// Completion flags of an operation that picked a provided buffer (IORING_CQE_F_BUFFER): which one it
+// filled is in the flags' top 16 bits (IORING_CQE_BUFFER_SHIFT).
+inline constexpr std::uint32_t kCqeBuffer = 1u << 0;
+inline constexpr unsigned kCqeBufferShift = 16;
+// A zero-copy send's notification (IORING_CQE_F_NOTIF): the kernel is done with the buffer.
+inline constexpr std::uint32_t kCqeNotif = 1u << 3;
 
 inline constexpr std::uint32_t kTimeoutAbsolute = 1;  // timeout: addr is a CLOCK_MONOTONIC deadline
 

@@ -19,14 +19,19 @@
 
 #include <coroutine>
 #include <memory>
-#include <optional>
 #include <stop_token>
 
+#include "uring/detail/state_awaitable.hpp"
 #include "uring/executor.hpp"
 #include "uring/net/tcp_stream.hpp"
 
 namespace uring::detail {
 struct accept_state;  // src/net/accept_stream.cpp
+// For state_awaitable (see uring/detail/state_awaitable.hpp).
+bool state_ready(const accept_state& s) noexcept;
+void state_cancel(accept_state& s) noexcept;
+executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h);
+net::tcp_stream state_resume(accept_state& s);
 }
 
 namespace uring::net {
@@ -39,34 +44,7 @@ class accept_stream {
   accept_stream& operator=(accept_stream&&) noexcept = default;
   ~accept_stream();
 
-  class [[nodiscard]] next_awaitable {
-   public:
-    next_awaitable(std::shared_ptr<detail::accept_state> s, std::stop_token t) noexcept
-        : state_(std::move(s)), token_(std::move(t)) {}
-    // Movable until it is awaited (g++ may move it into the coroutine frame).
-    next_awaitable(next_awaitable&& o) noexcept : state_(std::move(o.state_)), token_(std::move(o.token_)) {}
-    next_awaitable& operator=(next_awaitable&&) = delete;
-    bool await_ready() const noexcept;
-    template <class Promise>
-    bool await_suspend(std::coroutine_handle<Promise> h) {
-      if constexpr (requires { h.promise().stop_token(); }) {
-        if (!token_.stop_possible()) token_ = h.promise().stop_token();
-      }
-      return suspend(h);
-    }
-    tcp_stream await_resume();
-
-   private:
-    struct on_stop {
-      std::weak_ptr<detail::accept_state> state;  // it may be gone by the time a posted cancel runs
-      executor* owner;
-      void operator()() const noexcept;
-    };
-    bool suspend(std::coroutine_handle<> h);
-    std::shared_ptr<detail::accept_state> state_;
-    std::stop_token token_;
-    std::optional<std::stop_callback<on_stop>> callback_;
-  };
+  using next_awaitable = detail::state_awaitable<detail::accept_state, tcp_stream>;
 
   // The next connection. Throws std::system_error("accept: ...") for an error of the request,
   // ECANCELED once the stream is cancelled or `stop` (default: the awaiting task's token) is requested.

@@ -20,8 +20,11 @@
 #include <stop_token>
 
 #include "uring/buffer.hpp"
+#include "uring/detail/send_zc.hpp"
 #include "uring/io.hpp"
 #include "uring/net/address.hpp"
+#include "uring/net/buffer_pool.hpp"
+#include "uring/net/leased_recv.hpp"
 #include "uring/net/socket.hpp"
 #include "uring/task.hpp"
 
@@ -64,12 +67,37 @@ class tcp_stream : public socket {
              .addr = buf.data()}};
   }
 
+  // The next received chunk, in a buffer leased from `pool` (uring/net/buffer_pool.hpp): empty at end of
+  // stream (and at every call after it). Throws std::system_error("recv: ...") for an error, ECANCELED
+  // on a stop request (`stop`, else the awaiting task's). The first call binds the stream to `pool` and to
+  // the running executor, which must be the pool's; natively it arms a multishot recv that stays armed
+  // while the stream reads. Not to be mixed with read_some while chunks may be waiting in the stream.
+  [[nodiscard]] recv_awaitable recv(buffer_pool& pool, std::stop_token stop = {}) {
+    return receiver_.recv(fd(), pool, std::move(stop));
+  }
+
   // Sends up to buf.size() bytes; yields the count, which may be short.
   [[nodiscard]] detail::io_awaitable<std::size_t> write_some(const_buffer buf) const noexcept {
     return {"write_some",
             {.code = detail::op_code::send, .fd = fd(), .len = detail::clamp_len(buf.size()),
              .op_flags = MSG_NOSIGNAL, .addr = const_cast<void*>(buf.data())}};
   }
+
+  // Sends up to buf.size() bytes without copying them (IORING_OP_SEND_ZC, kernel 6.0; elsewhere, and with
+  // URING_DISABLE=send_zc, a plain send); yields the count, which may be short. Completes only once the
+  // kernel no longer reads `buf`, so the buffer is the caller's again when the co_await returns. Pays off
+  // for large sends (tens of KiB and up) to a real network; loopback copies anyway. Cannot be cancelled.
+  [[nodiscard]] detail::send_zc_awaitable send_zc(const_buffer buf) const noexcept {
+    return {fd(), buf, MSG_NOSIGNAL};
+  }
+  // Sends all of `buf` by send_zc, looping on short sends. Throws std::system_error("send_zc: ...").
+  task<void> write_all_zc(const_buffer buf) const;
+
+  // Sends `len` bytes of the file `file_fd` from `offset` (its own position is not used or moved), as
+  // sendfile(2) would, through a pipe by IORING_OP_SPLICE: file -> pipe -> socket, the bytes never copied
+  // to user space (emulated: splice(2) on the same path). Yields the bytes sent: fewer than `len` only if
+  // the file ends first. Throws std::system_error("send_file: ...").
+  task<std::size_t> send_file(int file_fd, std::uint64_t offset, std::size_t len) const;
 
   // Shuts down one or both directions: SHUT_WR (the peer reads end of stream), SHUT_RD, SHUT_RDWR.
   [[nodiscard]] detail::io_awaitable<void> shutdown(int how = SHUT_WR) const noexcept {
@@ -84,6 +112,9 @@ class tcp_stream : public socket {
 
   // TCP_NODELAY (TCP only).
   void set_nodelay(bool on);
+
+ private:
+  leased_receiver receiver_;  // recv(pool)'s state, made by its first call
 };
 
 // A unix-domain stream socket is the same type: every operation above applies (set_nodelay does not).

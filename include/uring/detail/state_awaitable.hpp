@@ -1,0 +1,86 @@
+// uring/detail/state_awaitable.hpp — what the awaitables of long-lived requests share: a state kept by
+// shared_ptr (the request in flight may outlive the object that armed it), and a stop token that cancels
+// the request on its executor.
+//
+// Provides: detail::cancel_on_stop, detail::state_awaitable.
+// Threads: await from a coroutine on the state's executor; a stop request may come from any thread.
+//
+// Used by accept_stream::next (a multishot accept) and tcp_stream::recv(pool) (a multishot recv). The
+// State may be incomplete where the awaitable is used: what it does is reached through free functions
+// declared with it (listed at state_awaitable).
+#pragma once
+
+#include <coroutine>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <utility>
+
+#include "uring/executor.hpp"
+
+namespace uring::detail {
+
+// The stop callback: cancels at once on the owner thread, else posts the cancel there. It holds the state
+// weakly: by the time a posted cancel runs, the state may be gone.
+template <class State>
+struct cancel_on_stop {
+  std::weak_ptr<State> state;
+  executor* owner;
+  void operator()() const noexcept {
+    if (running_executor() == owner) {
+      if (auto s = state.lock()) state_cancel(*s);
+      return;
+    }
+    try {
+      owner->post([w = state] {
+        if (auto s = w.lock()) state_cancel(*s);
+      });
+    } catch (...) {
+      // The executor no longer takes work: it is shutting down, which ends the request anyway.
+    }
+  }
+};
+
+// The awaitable: yields Result. Each State provides four functions found by overload (declared with the
+// State, defined where it is complete):
+//   void state_cancel(State&) noexcept;  owner thread: ends the request, its waiter fails with ECANCELED
+//   bool state_ready(const State&) noexcept;  a result is there: no need to suspend
+//   executor* state_suspend(const std::shared_ptr<State>&, std::coroutine_handle<>);  arms the request if
+//       needed and makes the handle its waiter; the executor it waits on, or null if the result is there
+//       after all (nothing waits)
+//   Result state_resume(State&);  takes the result, or throws the error
+// Movable until it is awaited (g++ may move it into the coroutine frame).
+template <class State, class Result>
+class [[nodiscard]] state_awaitable {
+ public:
+  state_awaitable(std::shared_ptr<State> s, std::stop_token t) noexcept
+      : state_(std::move(s)), token_(std::move(t)) {}
+  state_awaitable(state_awaitable&& o) noexcept : state_(std::move(o.state_)), token_(std::move(o.token_)) {}
+  state_awaitable& operator=(state_awaitable&&) = delete;
+
+  bool await_ready() const noexcept { return state_ready(*state_); }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> h) {
+    if constexpr (requires { h.promise().stop_token(); }) {
+      if (!token_.stop_possible()) token_ = h.promise().stop_token();  // none of its own: the task's
+    }
+    executor* ex = state_suspend(state_, h);
+    if (ex == nullptr) return false;
+    // From now on a stop cancels the request (perhaps at once).
+    if (token_.stop_possible()) callback_.emplace(token_, cancel_on_stop<State>{state_, ex});
+    return true;
+  }
+
+  Result await_resume() {
+    callback_.reset();  // waits for a callback running on another thread
+    return state_resume(*state_);
+  }
+
+ private:
+  std::shared_ptr<State> state_;
+  std::stop_token token_;
+  std::optional<std::stop_callback<cancel_on_stop<State>>> callback_;
+};
+
+}  // namespace uring::detail

@@ -1,0 +1,132 @@
+// uring/net/buffer_pool.hpp — receive buffers shared by many connections, lent out one chunk at a time.
+//
+// Provides: uring::net::buffer_pool, uring::net::leased_buffer.
+// Threads: a pool belongs to the executor it was made on: make it, receive with it, destroy it and destroy
+// its leases on that executor's thread.
+//
+// A pool holds `count` buffers of `size` bytes. `co_await stream.recv(pool)` (uring/net/tcp_stream.hpp)
+// yields a leased_buffer: one received chunk in one of the pool's buffers, which goes back to the pool
+// when the lease is destroyed (or reset()). A connection that is idle holds no buffer, so memory scales
+// with the data in flight, not with the number of connections.
+//
+// Natively (kernel 6.0+: provided buffer rings and multishot recv) the buffers form a ring registered
+// with the kernel (IORING_REGISTER_PBUF_RING) under a buffer group of its own, and each stream receives
+// by one multishot recv that stays armed while the stream reads; chunks that arrive before they are asked
+// for wait in the stream, bounded by the pool. When every buffer is leased the kernel ends the multishot
+// with ENOBUFS and the data stays in the socket; the stream re-arms when a lease is returned (not on a
+// timer), so no byte is lost. Elsewhere (the emulated backend, older kernels, URING_DISABLE=buf_ring or
+// options::use_ring = false) a receive waits for readability, then takes a free buffer (waiting for a
+// return when there is none) and receives into it: the same API and the same guarantees.
+//
+// Lifetime: a lease keeps the pool's memory alive, so leases may outlive the pool and the stream they came
+// from (they stay valid, and are freed when the last one goes). The pool object itself must be destroyed
+// before its executor; receives still waiting on it then fail with ECANCELED.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <utility>
+
+namespace uring {
+class executor;
+}
+
+namespace uring::detail {
+struct pool_state;  // src/net/buffer_pool_state.hpp
+// Gives buffer `id` back to `pool` and drops the lease's reference to it.
+void release_lease(pool_state* pool, std::uint16_t id) noexcept;
+}  // namespace uring::detail
+
+namespace uring::net {
+
+// One received chunk in a buffer lent by a buffer_pool. Empty (size 0, no buffer) at end of stream or
+// when moved from. Contiguous bytes: it converts to uring::const_buffer, so `co_await s.write_all(lease)`
+// sends it on.
+class leased_buffer {
+ public:
+  leased_buffer() noexcept = default;
+  leased_buffer(leased_buffer&& o) noexcept
+      : pool_(std::exchange(o.pool_, nullptr)),
+        data_(o.data_),
+        size_(std::exchange(o.size_, 0)),
+        id_(o.id_) {}
+  leased_buffer& operator=(leased_buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      pool_ = std::exchange(o.pool_, nullptr);
+      data_ = o.data_;
+      size_ = std::exchange(o.size_, 0);
+      id_ = o.id_;
+    }
+    return *this;
+  }
+  ~leased_buffer() { reset(); }
+
+  [[nodiscard]] const char* data() const noexcept { return data_; }
+  // Writable: the bytes are the holder's until the lease goes (to parse in place, say).
+  [[nodiscard]] char* mutable_data() noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] const char* begin() const noexcept { return data_; }
+  [[nodiscard]] const char* end() const noexcept { return data_ + size_; }
+  [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
+    return {reinterpret_cast<const std::byte*>(data_), size_};
+  }
+  [[nodiscard]] std::string_view view() const noexcept { return {data_, size_}; }
+
+  // Returns the buffer to its pool now (on the pool's thread); the lease is empty afterwards.
+  void reset() noexcept {
+    if (pool_ != nullptr) detail::release_lease(std::exchange(pool_, nullptr), id_);
+    size_ = 0;
+  }
+
+  // For the library: the lease of buffer `id` of `pool` (whose reference it takes over), holding `size`
+  // bytes.
+  leased_buffer(detail::pool_state* pool, std::uint16_t id, char* data, std::size_t size) noexcept
+      : pool_(pool), data_(data), size_(size), id_(id) {}
+
+ private:
+  detail::pool_state* pool_ = nullptr;
+  char* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::uint16_t id_ = 0;
+};
+
+class buffer_pool {
+ public:
+  struct options {
+    std::uint32_t count = 256;  // buffers, 1 to 32768
+    std::uint32_t size = 4096;  // bytes each
+    // Register the buffers with the kernel as a provided-buffer ring where the executor can (multishot
+    // recv). False: always the one-recv-per-call path, to compare or to test it.
+    bool use_ring = true;
+  };
+
+  // A pool on the running executor (a std::logic_error if none runs on this thread).
+  buffer_pool() : buffer_pool(options{}) {}
+  explicit buffer_pool(options opts);
+  // A pool on `ex`, from its owner thread. Throws std::system_error if the kernel refuses the ring for a
+  // reason other than lacking the feature (then the pool simply receives without one).
+  buffer_pool(executor& ex, options opts);
+  buffer_pool(const buffer_pool&) = delete;
+  buffer_pool& operator=(const buffer_pool&) = delete;
+  ~buffer_pool();
+
+  [[nodiscard]] std::uint32_t count() const noexcept;
+  [[nodiscard]] std::uint32_t buffer_size() const noexcept;
+  // Buffers neither leased nor holding received data that waits in a stream.
+  [[nodiscard]] std::uint32_t available() const noexcept;
+  // How many times a receive found every buffer out and had to wait for one to come back.
+  [[nodiscard]] std::uint64_t exhausted() const noexcept;
+  // Whether the buffers are a provided-buffer ring in the kernel (multishot recv) or not.
+  [[nodiscard]] bool uses_ring() const noexcept;
+
+  [[nodiscard]] detail::pool_state& state() const noexcept { return *state_; }  // for the library
+
+ private:
+  detail::pool_state* state_;
+};
+
+}  // namespace uring::net

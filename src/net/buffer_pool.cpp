@@ -1,0 +1,144 @@
+// buffer_pool.cpp — the pool's memory, its provided-buffer ring, and the return of leased buffers.
+//
+// liburing 2.3 lacks io_uring_setup_buf_ring, so the ring's slots are mapped here (page-aligned, as the
+// kernel requires of memory it is given) and registered with io_uring_register_buf_ring. The buffers
+// follow the slots in the same anonymous mapping: pages are only backed once touched, so a pool costs
+// memory for the buffers that have held data, not for its nominal size.
+#include "uring/net/buffer_pool.hpp"
+
+#include <liburing.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include "net/buffer_pool_state.hpp"
+#include "uring/executor.hpp"
+
+namespace uring::detail {
+
+namespace {
+
+constexpr std::uint32_t kMaxBuffers = 32768;  // the kernel's limit on a buffer ring's slots
+
+std::uint32_t round_up_pow2(std::uint32_t n) {
+  std::uint32_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+std::size_t page_round(std::size_t n) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+
+// Buffer group ids only need to be unique per ring; a process-wide counter keeps them apart, and a
+// collision (after 65536 pools on one ring) just tries the next one.
+std::atomic<std::uint16_t> g_next_group{1};
+
+}  // namespace
+
+pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_ring)
+    : ex(&e), count(n), size(sz) {
+  if (n == 0 || n > kMaxBuffers) {
+    throw std::invalid_argument("buffer_pool: count must be 1 to 32768, not " + std::to_string(n));
+  }
+  if (sz == 0) throw std::invalid_argument("buffer_pool: size must not be 0");
+  const std::uint32_t entries = round_up_pow2(n);
+  const std::size_t ring_bytes = page_round(entries * sizeof(io_uring_buf));
+  mapped = ring_bytes + page_round(std::size_t{n} * sz);
+  memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::system_error(errno, std::system_category(), "buffer_pool: mmap");
+  slots = static_cast<io_uring_buf_ring*>(memory);
+  buffers = static_cast<char*>(memory) + ring_bytes;
+  mask = static_cast<unsigned>(io_uring_buf_ring_mask(entries));
+
+  if (use_ring) {
+    io_uring_buf_ring_init(slots);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      io_uring_buf_ring_add(slots, buffer(static_cast<std::uint16_t>(i)), sz, static_cast<unsigned short>(i),
+                            static_cast<int>(mask), static_cast<int>(i));
+    }
+    io_uring_buf_ring_advance(slots, static_cast<int>(n));
+    for (unsigned tries = 0; tries < 65536; ++tries) {
+      const std::uint16_t g = g_next_group.fetch_add(1, std::memory_order_relaxed);
+      const int r = executor_access::register_buf_ring(e, slots, entries, g);
+      if (r == -EEXIST) continue;
+      if (r == 0) {
+        ring = true;
+        group = g;
+        in_ring = n;
+      } else if (r != -EOPNOTSUPP && r != -EINVAL) {
+        ::munmap(memory, mapped);
+        throw std::system_error(-r, std::system_category(), "buffer_pool: io_uring_register_buf_ring");
+      }
+      break;  // -EOPNOTSUPP / -EINVAL: no buffer rings here; receive by plain recv
+    }
+  }
+  if (!ring) {
+    free_ids.reserve(n);
+    for (std::uint32_t i = n; i-- > 0;) free_ids.push_back(static_cast<std::uint16_t>(i));
+  }
+}
+
+pool_state::~pool_state() { ::munmap(memory, mapped); }
+
+void pool_state::give_back(std::uint16_t id) noexcept {
+  if (closed) return;  // nobody receives any more: the buffer just waits for the memory to go
+  ++returns;
+  if (ring) {
+    io_uring_buf_ring_add(slots, buffer(id), size, id, static_cast<int>(mask), 0);
+    io_uring_buf_ring_advance(slots, 1);
+    ++in_ring;
+  } else {
+    free_ids.push_back(id);
+  }
+  if (waiters.empty()) return;
+  // Every waiter tries again: one that finds its socket idle takes nothing, so waking only one could
+  // leave a starved stream asleep next to a free buffer. Each may queue itself again.
+  std::vector<pool_waiter*> woken;
+  woken.swap(waiters);
+  for (pool_waiter* w : woken) w->on_buffer_returned();
+}
+
+void pool_state::stop_waiting(pool_waiter& w) noexcept { std::erase(waiters, &w); }
+
+void pool_state::close() noexcept {
+  if (ring) (void)executor_access::unregister_buf_ring(*ex, group);
+  closed = true;
+  std::vector<pool_waiter*> woken;
+  woken.swap(waiters);
+  for (pool_waiter* w : woken) w->on_buffer_returned();  // finds the pool closed: fails with ECANCELED
+}
+
+void release_lease(pool_state* pool, std::uint16_t id) noexcept {
+  pool->give_back(id);
+  pool->unref();
+}
+
+}  // namespace uring::detail
+
+namespace uring::net {
+
+buffer_pool::buffer_pool(options opts) : buffer_pool(detail::executor_access::current("buffer_pool"), opts) {}
+
+buffer_pool::buffer_pool(executor& ex, options opts)
+    : state_(new detail::pool_state(ex, opts.count, opts.size, opts.use_ring)) {}
+
+buffer_pool::~buffer_pool() {
+  state_->close();
+  state_->unref();
+}
+
+std::uint32_t buffer_pool::count() const noexcept { return state_->count; }
+std::uint32_t buffer_pool::buffer_size() const noexcept { return state_->size; }
+std::uint32_t buffer_pool::available() const noexcept { return state_->available(); }
+bool buffer_pool::uses_ring() const noexcept { return state_->ring; }
+std::uint64_t buffer_pool::exhausted() const noexcept { return state_->exhausted; }
+
+}  // namespace uring::net

@@ -1,0 +1,84 @@
+// buffer_pool_state.hpp — the memory and bookkeeping of a net::buffer_pool, shared by the pool, its leases
+// and the streams receiving with it.
+//
+// Provides: detail::pool_state, detail::pool_waiter. Threads: the pool's executor thread only.
+//
+// Reference counted by hand (the pool object, each lease, each stream state): a plain count, because
+// everything that touches it runs on one thread, and a lease is two words rather than a shared_ptr's
+// control block traffic per chunk.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace uring {
+class executor;
+}
+
+struct io_uring_buf_ring;
+
+namespace uring::detail {
+
+// A stream state waiting for a buffer to come back (its receive found the pool empty).
+struct pool_waiter {
+  virtual void on_buffer_returned() noexcept = 0;
+
+ protected:
+  ~pool_waiter() = default;
+};
+
+struct pool_state {
+  pool_state(executor& ex, std::uint32_t count, std::uint32_t size, bool use_ring);
+  ~pool_state();
+  pool_state(const pool_state&) = delete;
+  pool_state& operator=(const pool_state&) = delete;
+
+  executor* ex;
+  std::uint32_t count;
+  std::uint32_t size;
+  std::uint16_t group = 0;  // the buffer group id, while ring
+  bool ring = false;        // registered as a provided-buffer ring
+  bool closed = false;      // the pool object is gone: receives fail, returns just count
+  std::size_t refs = 1;     // the pool object, leases, stream states
+  void* memory = nullptr;   // one mapping: the ring's slots (page-aligned, first), then the buffers
+  std::size_t mapped = 0;
+  io_uring_buf_ring* slots = nullptr;
+  unsigned mask = 0;  // ring slots - 1
+  char* buffers = nullptr;
+  std::uint32_t in_ring = 0;    // ring: buffers the kernel may still pick (as far as reaped CQEs tell)
+  std::uint64_t exhausted = 0;  // times a stream found every buffer out
+  std::uint64_t returns = 0;    // buffers given back so far (a stream that ran dry asks: any since I armed?)
+  std::vector<std::uint16_t> free_ids;  // no ring: buffers free to take
+  std::vector<pool_waiter*> waiters;
+
+  [[nodiscard]] char* buffer(std::uint16_t id) const noexcept { return buffers + std::size_t{id} * size; }
+  [[nodiscard]] bool has_free() const noexcept { return ring ? in_ring > 0 : !free_ids.empty(); }
+  [[nodiscard]] std::uint32_t available() const noexcept {
+    return ring ? in_ring : static_cast<std::uint32_t>(free_ids.size());
+  }
+  // No ring: takes a free buffer (has_free() must be true).
+  std::uint16_t take() noexcept {
+    std::uint16_t id = free_ids.back();
+    free_ids.pop_back();
+    return id;
+  }
+  // The kernel filled buffer `id` (ring): it is out of the ring until given back.
+  void picked() noexcept { --in_ring; }
+  // Buffer `id` is free again: back into the ring (or the free list), and every waiter hears of it.
+  void give_back(std::uint16_t id) noexcept;
+
+  void add_ref() noexcept { ++refs; }
+  void unref() noexcept {
+    if (--refs == 0) delete this;
+  }
+  void wait(pool_waiter& w) {
+    ++exhausted;
+    waiters.push_back(&w);
+  }
+  void stop_waiting(pool_waiter& w) noexcept;
+  // The pool object goes: unregisters the ring (the kernel stops picking), fails the waiters.
+  void close() noexcept;
+};
+
+}  // namespace uring::detail

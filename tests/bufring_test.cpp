@@ -1,0 +1,548 @@
+// Leased receives from a buffer_pool and zero-copy sends, on every backend and on native with the buffer ring
+// turned off (the one-recv-per-call path): byte-exact echo, exhaustion and recovery with no byte lost, end of
+// stream, reset, cancellation while armed, leases that outlive their pool, streams dropped with data queued,
+// idle connections holding no buffer, and no fd left behind.
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stop_token>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <uring/uring.hpp>
+
+#include "backends.hpp"
+#include "net_util.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace uring::test;  // NOLINT: the shared test helpers
+using namespace uring::net;   // NOLINT
+using uring::task;
+
+// A connected unix stream pair: ours (for the executor) and the peer's plain fd (for a thread).
+struct stream_pair {
+  tcp_stream ours;
+  unique_fd peer;
+  stream_pair() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+      throw std::system_error(errno, std::system_category(), "socketpair");
+    }
+    ours = tcp_stream(fds[0]);
+    peer.reset(fds[1]);
+  }
+};
+
+void write_fully(int fd, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+// Every backend, plus native with `f` disabled (its fallback on a real ring), named `name`.
+std::vector<uring::test::backend_config> backends_and_native_without(uring::feature f, const char* name) {
+  auto configs = uring::test::all_backends();
+  uring::executor_options without;
+  without.backend = uring::backend_kind::native;
+  without.disable = f;
+  configs.push_back({name, without});
+  return configs;
+}
+
+class LeasedRecv : public uring::test::backend_test {
+ protected:
+  // Whether this configuration's pools should be provided-buffer rings.
+  [[nodiscard]] bool expect_ring() const {
+    const auto& k = uring::probed_kernel();
+    return !emulated() && !options().disable.contains(uring::feature::buf_ring) && k.buf_ring &&
+           k.multishot_recv;
+  }
+};
+
+task<leased_buffer> recv_one(tcp_stream& s, buffer_pool& pool) { co_return co_await s.recv(pool); }
+
+// Echoes by leased receives until the peer ends its side.
+task<void> leased_echo(tcp_stream s, buffer_pool* pool) {
+  for (;;) {
+    leased_buffer chunk = co_await s.recv(*pool);
+    if (chunk.empty()) break;
+    co_await s.write_all(chunk);
+  }
+  co_await s.shutdown(SHUT_WR);
+}
+
+TEST_P(LeasedRecv, TcpEchoIsByteExactAndThePoolComesBackFull) {
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  const std::string payload = pattern(3 << 20, 1);
+  bool ring = false;
+  std::uint32_t available_after = 0;
+  std::string back = run([](const tcp_listener& l, const std::string& p, bool& ring,
+                            std::uint32_t& available_after) -> task<std::string> {
+    buffer_pool pool({.count = 16, .size = 4096});
+    ring = pool.uses_ring();
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    uring::spawn(leased_echo(co_await l.accept(), &pool));
+    auto [sent, echoed] = co_await uring::when_all(send_and_end(&client, &p), read_to_end(&client));
+    for (int i = 0; i < 4; ++i) co_await uring::nop();  // the echo task finishes and drops its state
+    available_after = pool.available();
+    co_return echoed;
+  }(listener, payload, ring, available_after));
+  EXPECT_EQ(ring, expect_ring());
+  EXPECT_TRUE(back == payload) << "echoed " << back.size() << " of " << payload.size()
+                               << " bytes, or wrong bytes";
+  EXPECT_EQ(available_after, 16u);
+}
+
+// Returns the held leases after a few turns, appending their bytes in order.
+task<void> give_back_later(std::vector<leased_buffer>* held, std::string* got) {
+  for (int i = 0; i < 3; ++i) co_await uring::nop();
+  for (auto& l : *held) got->append(l.view());
+  held->clear();
+}
+
+// A pool of 2 small buffers, a writer sending megabytes, a reader that asks for more while it holds every
+// buffer: each such receive must wait for a return (natively the multishot ends with ENOBUFS and re-arms),
+// and every byte arrives, in order.
+TEST_P(LeasedRecv, ExhaustionAndRecoveryLoseNoByte) {
+  stream_pair pair;
+  const std::string payload = pattern(2 << 20, 7);
+  std::thread writer([&] {
+    write_fully(pair.peer.get(), payload);
+    pair.peer.reset();  // end of stream
+  });
+  std::uint64_t exhausted = 0;
+  std::string got = run([](tcp_stream& s, std::uint64_t& exhausted) -> task<std::string> {
+    buffer_pool pool({.count = 2, .size = 64});
+    std::string got;
+    std::vector<leased_buffer> held;
+    for (;;) {
+      leased_buffer next;
+      if (held.size() == pool.count()) {
+        auto [given, chunk] = co_await uring::when_all(give_back_later(&held, &got), recv_one(s, pool));
+        next = std::move(chunk);
+      } else {
+        next = co_await s.recv(pool);
+      }
+      if (next.empty()) break;
+      EXPECT_LE(next.size(), 64u);
+      held.push_back(std::move(next));
+    }
+    for (auto& l : held) got.append(l.view());
+    exhausted = pool.exhausted();
+    co_return got;
+  }(pair.ours, exhausted));
+  writer.join();
+  EXPECT_EQ(got.size(), payload.size());
+  EXPECT_TRUE(got == payload) << "bytes differ";
+  EXPECT_GT(exhausted, 0u) << "the pool never ran dry: the test did not exercise recovery";
+}
+
+TEST_P(LeasedRecv, EndOfStreamIsAnEmptyLeaseEveryTime) {
+  stream_pair pair;
+  write_fully(pair.peer.get(), "abc");
+  ::shutdown(pair.peer.get(), SHUT_WR);
+  run([](tcp_stream& s) -> task<void> {
+    buffer_pool pool({.count = 4, .size = 16});
+    std::string got;
+    for (;;) {
+      leased_buffer l = co_await s.recv(pool);
+      if (l.empty()) break;
+      got.append(l.view());
+    }
+    EXPECT_EQ(got, "abc");
+    EXPECT_TRUE((co_await s.recv(pool)).empty());
+    EXPECT_TRUE((co_await s.recv(pool)).empty());
+    EXPECT_EQ(pool.available(), 4u);
+  }(pair.ours));
+}
+
+TEST_P(LeasedRecv, ResetPeerFailsTheReceiveWithEconnreset) {
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  std::error_code code;
+  std::string what;
+  run([](const tcp_listener& l, std::error_code& out_code, std::string& out_what) -> task<void> {
+    buffer_pool pool({.count = 4, .size = 64});
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    auto waiting = [](tcp_stream& c, buffer_pool& p, std::error_code& err, std::string& text) -> task<void> {
+      try {
+        (void)co_await c.recv(p);
+      } catch (const std::system_error& e) {
+        err = e.code();
+        text = e.what();
+      }
+    };
+    auto reset = [](tcp_stream& srv) -> task<void> {
+      co_await uring::nop();  // the receive is armed first
+      ::linger hard{1, 0};    // close with RST instead of FIN
+      ::setsockopt(srv.fd(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+      co_await srv.close();
+    };
+    co_await uring::when_all(waiting(client, pool, out_code, out_what), reset(server));
+  }(listener, code, what));
+  EXPECT_EQ(code, std::error_code(ECONNRESET, std::system_category())) << what;
+  EXPECT_EQ(what.rfind("recv: ", 0), 0u) << what;
+}
+
+// A stop request ends the armed receive with ECANCELED; data sent afterwards reaches the next receive.
+TEST_P(LeasedRecv, CancelWhileArmedThenReceiveAgain) {
+  stream_pair pair;
+  run([](tcp_stream& s, int peer) -> task<void> {
+    buffer_pool pool({.count = 4, .size = 64});
+    std::stop_source stop;
+    auto waiting = [](tcp_stream& s, buffer_pool& p, std::stop_token t) -> task<int> {
+      try {
+        (void)co_await s.recv(p, t);
+      } catch (const std::system_error& e) {
+        co_return e.code().value();
+      }
+      co_return 0;
+    };
+    auto stopper = [](std::stop_source& src) -> task<void> {
+      for (int i = 0; i < 3; ++i) co_await uring::nop();
+      src.request_stop();
+    };
+    auto [err, unused] = co_await uring::when_all(waiting(s, pool, stop.get_token()), stopper(stop));
+    EXPECT_EQ(err, ECANCELED);
+    EXPECT_EQ(pool.available(), 4u);
+    EXPECT_EQ(::write(peer, "after", 5), 5);
+    std::string got;
+    while (got.size() < 5) got.append((co_await s.recv(pool)).view());
+    EXPECT_EQ(got, "after");
+  }(pair.ours, pair.peer.get()));
+}
+
+// A stop request from another thread while the receive waits for a buffer to come back (pool exhausted).
+TEST_P(LeasedRecv, CancelWhileWaitingForABufferFromAnotherThread) {
+  stream_pair pair;
+  write_fully(pair.peer.get(), pattern(1000, 3));
+  run([](tcp_stream& s) -> task<void> {
+    buffer_pool pool({.count = 1, .size = 16});
+    leased_buffer only = co_await s.recv(pool);
+    EXPECT_EQ(only.size(), 16u);
+    std::stop_source stop;
+    std::jthread stopper([&] { stop.request_stop(); });
+    std::error_code code;
+    try {
+      (void)co_await s.recv(pool, stop.get_token());
+    } catch (const std::system_error& e) {
+      code = e.code();
+    }
+    stopper.join();
+    // Without a buffer to receive into, only the stop can end the wait.
+    EXPECT_EQ(code, std::error_code(ECANCELED, std::system_category()));
+    only.reset();
+    leased_buffer next = co_await s.recv(pool);  // recovers once the buffer is back
+    EXPECT_EQ(next.view(), pattern(1000, 3).substr(16, next.size()));
+  }(pair.ours));
+}
+
+// Leases keep the pool's memory: they stay readable after the stream, the pool and the executor are gone.
+TEST_P(LeasedRecv, LeasesOutliveTheStreamThePoolAndTheExecutor) {
+  std::vector<leased_buffer> kept;
+  {
+    stream_pair pair;
+    write_fully(pair.peer.get(), "first-second");
+    kept = run([](tcp_stream s) -> task<std::vector<leased_buffer>> {
+      buffer_pool pool({.count = 2, .size = 6});
+      std::vector<leased_buffer> out;
+      out.push_back(co_await s.recv(pool));
+      out.push_back(co_await s.recv(pool));
+      co_return out;  // the stream (with its armed receive) and the pool go first
+    }(std::move(pair.ours)));
+  }
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(std::string(kept[0].view()) + std::string(kept[1].view()), "first-second");
+  kept.clear();  // the last lease frees the memory (ASan: no leak, no use after free)
+}
+
+// A stream dropped while chunks wait in it, and an executor shut down with a receive armed: buffers go back,
+// nothing leaks, no fd is left open.
+TEST_P(LeasedRecv, DroppingStreamsAndShuttingDownLeakNothing) {
+  const int baseline = open_fd_count();
+  {
+    stream_pair a, b;
+    write_fully(a.peer.get(), pattern(500, 1));
+    uring::executor ex(options());
+    ex.run([](tcp_stream sa, tcp_stream* sb) -> task<void> {
+      buffer_pool pool({.count = 8, .size = 32});
+      {
+        tcp_stream dropped = std::move(sa);
+        leased_buffer first = co_await dropped.recv(pool);
+        EXPECT_EQ(first.size(), 32u);
+        for (int i = 0; i < 3; ++i) co_await uring::nop();  // more chunks queue up in the stream
+      }
+      for (int i = 0; i < 3; ++i) co_await uring::nop();
+      EXPECT_EQ(pool.available(), 8u);
+      // sb's receive stays armed when this task ends; the executor then shuts down around it.
+      auto armed = [](tcp_stream* s, buffer_pool* p) -> task<void> { (void)co_await s->recv(*p); };
+      uring::spawn(armed(sb, &pool));
+      co_await uring::nop();
+      co_await uring::nop();
+    }(std::move(a.ours), &b.ours));
+  }
+  EXPECT_EQ(open_fd_count(), baseline);
+}
+
+// Many idle connections with a receive armed hold no buffer; data on each then arrives on each.
+TEST_P(LeasedRecv, IdleConnectionsHoldNoBuffer) {
+  constexpr int kConns = 64;
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  run([](const tcp_listener& l) -> task<void> {
+    buffer_pool pool({.count = 8, .size = 128});
+    std::vector<tcp_stream> clients;
+    std::vector<tcp_stream> servers;
+    for (int i = 0; i < kConns; ++i) {
+      clients.push_back(co_await tcp_stream::connect_to(l.local_address()));
+      servers.push_back(co_await l.accept());
+    }
+    int received = 0;
+    auto reader = [](tcp_stream* s, buffer_pool* p, int* received) -> task<void> {
+      leased_buffer b = co_await s->recv(*p);
+      if (b.view() == "ping") ++*received;
+    };
+    for (auto& s : servers) uring::spawn(reader(&s, &pool, &received));
+    for (int i = 0; i < 4; ++i) co_await uring::nop();
+    EXPECT_EQ(pool.available(), 8u);  // every receive armed, none holding a buffer
+    for (auto& c : clients) co_await c.write_all(std::string_view("ping"));
+    while (received < kConns) co_await uring::nop();
+    EXPECT_EQ(pool.available(), 8u);
+  }(listener));
+}
+
+// Receiving with a pool from an executor other than the pool's is refused, not a data race.
+TEST_P(LeasedRecv, APoolIsBoundToItsExecutor) {
+  uring::executor other(options());
+  buffer_pool pool(other, {.count = 2, .size = 16});
+  stream_pair pair;
+  std::string what;
+  run([](tcp_stream& s, buffer_pool& p, std::string& what) -> task<void> {
+    try {
+      (void)co_await s.recv(p);
+    } catch (const std::logic_error& e) {
+      what = e.what();
+    }
+  }(pair.ours, pool, what));
+  EXPECT_EQ(what, "recv: the buffer pool belongs to another executor");
+}
+
+// MSG_DONTWAIT on a socket operation fails with EAGAIN instead of waiting, on every backend (the no-ring
+// path relies on it).
+TEST_P(LeasedRecv, DontWaitReceiveOnAnEmptySocketSaysEagain) {
+  stream_pair pair;
+  auto r = run([](int fd) -> task<uring::io_result> {
+    char buf[8];
+    co_return co_await uring::detail::io_awaitable<std::size_t>(
+        "recv",
+        {.code = uring::detail::op_code::recv, .fd = fd, .len = 8, .op_flags = MSG_DONTWAIT, .addr = buf})
+        .nothrow();
+  }(pair.ours.fd()));
+  EXPECT_EQ(r.res, -EAGAIN);
+}
+
+TEST(BufferPool, RejectsBadSizes) {
+  uring::executor ex;
+  EXPECT_THROW(buffer_pool(ex, {.count = 0}), std::invalid_argument);
+  EXPECT_THROW(buffer_pool(ex, {.count = 40000}), std::invalid_argument);
+  EXPECT_THROW(buffer_pool(ex, {.size = 0}), std::invalid_argument);
+}
+
+// ---- zero-copy sends ----
+
+class ZeroCopySend : public uring::test::backend_test {};
+
+task<void> write_all_zc_and_end(const tcp_stream* s, const std::string* payload) {
+  co_await s->write_all_zc(*payload);
+  co_await s->shutdown(SHUT_WR);
+}
+
+TEST_P(ZeroCopySend, WriteAllZcIsByteExactAndUsesTheOpWhereItCan) {
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  const std::string payload = pattern(8 << 20, 5);
+  uring::executor ex(options());
+  std::string got = ex.run([](const tcp_listener& l, const std::string& p) -> task<std::string> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    auto [sent, back] = co_await uring::when_all(write_all_zc_and_end(&client, &p), read_to_end(&server));
+    co_return back;
+  }(listener, payload));
+  EXPECT_EQ(got.size(), payload.size());
+  EXPECT_TRUE(got == payload) << "bytes differ";
+  const bool zc =
+      !emulated() && !options().disable.contains(uring::feature::send_zc) && uring::probed_kernel().send_zc;
+  EXPECT_EQ(ex.stats().started(uring::op_kind::send_zc) > 0, zc);
+  EXPECT_EQ(ex.stats().started(uring::op_kind::send) > 0, !zc);
+}
+
+// When send_zc returns, the buffer is the caller's again: overwriting it at once changes nothing sent.
+TEST_P(ZeroCopySend, TheBufferIsFreeWhenTheSendReturns) {
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  constexpr int kRounds = 16;
+  constexpr std::size_t kChunk = 64 << 10;
+  std::string expected;
+  for (int i = 0; i < kRounds; ++i) expected += pattern(kChunk, static_cast<unsigned>(i));
+  std::string got = run([](const tcp_listener& l) -> task<std::string> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    auto sender = [](const tcp_stream* s) -> task<void> {
+      std::string buf;
+      for (int i = 0; i < kRounds; ++i) {
+        buf = pattern(kChunk, static_cast<unsigned>(i));
+        for (std::size_t done = 0; done < buf.size();) {
+          done += co_await s->send_zc(std::string_view(buf).substr(done));
+        }
+        std::fill(buf.begin(), buf.end(), 'X');  // the kernel must be done with these pages
+      }
+      co_await s->shutdown(SHUT_WR);
+    };
+    auto [sent, back] = co_await uring::when_all(sender(&client), read_to_end(&server));
+    co_return back;
+  }(listener));
+  EXPECT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected) << "bytes differ: a buffer was overwritten while the kernel still read it";
+}
+
+// Unix-domain sockets refuse zero-copy (EOPNOTSUPP): the send goes as a copy, transparently.
+TEST_P(ZeroCopySend, UnixStreamsFallBackToACopy) {
+  stream_pair pair;
+  const std::string payload = pattern(1 << 20, 9);
+  std::string got;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(pair.peer.get(), buf, sizeof buf)) > 0;)
+      got.append(buf, static_cast<std::size_t>(n));
+  });
+  run([](tcp_stream s, const std::string& p) -> task<void> {
+    co_await s.write_all_zc(p);
+  }(std::move(pair.ours), payload));  // the stream closes at the end: the reader sees end of stream
+  reader.join();
+  EXPECT_TRUE(got == payload) << got.size() << " of " << payload.size() << " bytes, or wrong bytes";
+}
+
+TEST_P(ZeroCopySend, SendingToAClosedPeerNamesTheOperation) {
+  stream_pair pair;
+  pair.peer.reset();
+  std::string what;
+  auto code = run([](tcp_stream& s, std::string& what) -> task<std::error_code> {
+    try {
+      std::string big(1 << 20, 'z');
+      co_await s.write_all_zc(big);
+    } catch (const std::system_error& e) {
+      what = e.what();
+      co_return e.code();
+    }
+    co_return std::error_code{};
+  }(pair.ours, what));
+  EXPECT_EQ(code, std::error_code(EPIPE, std::system_category())) << what;
+  EXPECT_EQ(what.rfind("send_zc: ", 0), 0u) << what;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ZeroCopySend,
+                         ::testing::ValuesIn(backends_and_native_without(uring::feature::send_zc,
+                                                                         "native_no_send_zc")),
+                         [](const auto& info) { return info.param.name; });
+
+// ---- send_file: file -> pipe -> socket by splice ----
+
+class SendFile : public uring::test::backend_test {};
+
+// A temporary file holding `content`.
+unique_fd file_with(const std::string& content) {
+  unique_fd f = temp_file();
+  std::size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::pwrite(f.get(), content.data() + done, content.size() - done, static_cast<off_t>(done));
+    if (n <= 0) throw std::system_error(errno, std::system_category(), "pwrite");
+    done += static_cast<std::size_t>(n);
+  }
+  return f;
+}
+
+task<std::size_t> send_file_and_end(const tcp_stream* s, int file, std::uint64_t offset, std::size_t len) {
+  std::size_t n = co_await s->send_file(file, offset, len);
+  co_await s->shutdown(SHUT_WR);
+  co_return n;
+}
+
+TEST_P(SendFile, AMultiMegabyteFileArrivesByteExact) {
+  const std::string content = pattern((6 << 20) + 12345, 11);
+  unique_fd file = file_with(content);
+  auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
+  const int baseline = open_fd_count();
+  struct result {
+    std::size_t sent;
+    std::string got;
+  };
+  auto r = run([](const tcp_listener& l, int f, std::size_t size) -> task<result> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    auto [sent, got] = co_await uring::when_all(send_file_and_end(&server, f, 0, size), read_to_end(&client));
+    co_return result{sent, std::move(got)};
+  }(listener, file.get(), content.size()));
+  EXPECT_EQ(r.sent, content.size());
+  EXPECT_EQ(r.got.size(), content.size());
+  EXPECT_TRUE(r.got == content) << "bytes differ";
+  EXPECT_EQ(open_fd_count(), baseline);  // its pipe is closed
+  EXPECT_EQ(::lseek(file.get(), 0, SEEK_CUR), 0) << "send_file moved the file's position";
+}
+
+// A range from an offset, and a length past the end of the file: what there is, and the count says so.
+TEST_P(SendFile, SendsARangeAndStopsAtTheEndOfTheFile) {
+  const std::string content = pattern(300000, 2);
+  unique_fd file = file_with(content);
+  stream_pair pair;
+  std::string got;
+  std::thread reader([&] {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(pair.peer.get(), buf, sizeof buf)) > 0;)
+      got.append(buf, static_cast<std::size_t>(n));
+  });
+  auto sent = run([](tcp_stream s, int f) -> task<std::array<std::size_t, 2>> {
+    std::size_t a = co_await s.send_file(f, 1000, 5000);
+    std::size_t b = co_await s.send_file(f, 250000, 1 << 20);  // 50000 bytes are left
+    co_return std::array<std::size_t, 2>{a, b};
+  }(std::move(pair.ours), file.get()));
+  reader.join();
+  EXPECT_EQ(sent[0], 5000u);
+  EXPECT_EQ(sent[1], 50000u);
+  EXPECT_TRUE(got == content.substr(1000, 5000) + content.substr(250000)) << got.size() << " bytes";
+}
+
+TEST_P(SendFile, ABadFileNamesTheOperation) {
+  stream_pair pair;
+  std::string what;
+  run([](tcp_stream& s, std::string& what) -> task<void> {
+    try {
+      (void)co_await s.send_file(-1, 0, 100);
+    } catch (const std::system_error& e) {
+      what = e.what();
+    }
+  }(pair.ours, what));
+  EXPECT_EQ(what.rfind("send_file: ", 0), 0u) << what;
+}
+
+INSTANTIATE_BACKENDS(SendFile);
+
+INSTANTIATE_TEST_SUITE_P(Backends, LeasedRecv,
+                         ::testing::ValuesIn(backends_and_native_without(uring::feature::buf_ring,
+                                                                         "native_no_buf_ring")),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace

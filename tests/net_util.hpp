@@ -1,0 +1,53 @@
+// net_util.hpp — helpers shared by the socket tests: an fd count, a byte pattern, and sending / reading a
+// whole stream.
+#pragma once
+
+#include <dirent.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include <uring/net/tcp_stream.hpp>
+#include <uring/task.hpp>
+
+namespace uring::test {
+
+// The process's open fds, to check that a test leaves none behind.
+inline int open_fd_count() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n - 1;  // the directory's own fd
+}
+
+// `n` bytes of a pattern that depends on `seed`, so that misplaced bytes show.
+inline std::string pattern(std::size_t n, unsigned seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + seed) % 26);
+  return s;
+}
+
+// Sends all of `payload`, then ends this side of the stream.
+inline task<void> send_and_end(const net::tcp_stream* s, const std::string* payload) {
+  co_await s->write_all(*payload);
+  co_await s->shutdown(SHUT_WR);
+}
+
+// Everything the peer sends until it ends its side.
+inline task<std::string> read_to_end(const net::tcp_stream* s) {
+  std::string back;
+  std::array<char, 4096> buf;
+  for (;;) {
+    std::size_t n = co_await s->read_some(buf);
+    if (n == 0) break;
+    back.append(buf.data(), n);
+  }
+  co_return back;
+}
+
+}  // namespace uring::test
