@@ -76,6 +76,11 @@ class native_backend final : public backend {
       throw std::system_error(ENOTSUP, std::system_category(),
                               "io_uring: the kernel lacks IORING_FEAT_NODROP (5.5+), so completions could be lost");
     }
+    // A forked child must not share the SQ/CQ mappings: the kernel would let two processes issue on one
+    // ring, and the child's copy-on-write pages would shadow the parent's. Excluded from fork, they are
+    // simply absent in the child, which builds an executor (a ring) of its own. Failing to exclude them
+    // costs only that protection, so the ring is kept either way.
+    (void)io_uring_ring_dontfork(&ring_);
     if (plan.register_ring_fd) {
       // Returns 1 on success; -EBUSY when this thread's 16 slots are taken: then we keep the plain fd.
       registered_ = io_uring_register_ring_fd(&ring_) == 1;

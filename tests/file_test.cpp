@@ -28,12 +28,7 @@ using namespace std::chrono_literals;
 using uring::task;
 using uring::test::unique_fd;
 
-// Entries of /proc/self/fd: the fds this process holds (plus the one the listing itself uses, every time).
-long open_fd_count() {
-  long n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
+using uring::test::open_fd_count;
 
 // The errno and what() of the std::system_error that `fn` throws, or {0, ""} if it throws none.
 std::pair<int, std::string> failure_of(auto&& fn) {

@@ -1,6 +1,7 @@
 // test_util.hpp — small helpers for tests: pipes, temporary files, destructor counters, thread ids.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -48,6 +49,18 @@ inline unique_fd temp_file() {
   int fd = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "open(O_TMPFILE)");
   return unique_fd(fd);
+}
+
+// The fds this process holds: the entries of /proc/self/fd, less the one the listing itself uses.
+inline long open_fd_count() {
+  long n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) throw std::system_error(errno, std::system_category(), "opendir /proc/self/fd");
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n - 1;
 }
 
 // Soak sizes shrink under sanitizers: URING_TEST_SCALE=0.1 runs a tenth of the iterations.
