@@ -73,7 +73,8 @@ class backend {
 };
 
 // `plan` says which setup flags to ask for and whether to register the ring fd; `opts` gives the sizes.
-std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,
+// What the ring's setup could not do as planned (register its fd) is written back into `plan`, with a note.
+std::unique_ptr<backend> make_native_backend(const executor_options& opts, executor_plan& plan,
                                              executor_stats& stats);
 
 // The in-process emulation of the same contract (epoll and non-blocking syscalls).

@@ -50,7 +50,7 @@ ring_flags drop_newest(ring_flags f) {
 
 class native_backend final : public backend {
  public:
-  native_backend(const executor_options& opts, const executor_plan& plan, executor_stats& stats) : stats_(stats) {
+  native_backend(const executor_options& opts, executor_plan& plan, executor_stats& stats) : stats_(stats) {
     ring_flags want = plan.flags;
     if (any(want & ring_flags::defer_taskrun)) want = want | ring_flags::single_issuer;
     for (;;) {
@@ -83,8 +83,15 @@ class native_backend final : public backend {
     (void)io_uring_ring_dontfork(&ring_);
     if (plan.register_ring_fd) {
       // Returns 1 on success; -EBUSY when this thread's 16 slots are taken: then we keep the plain fd.
-      registered_ = io_uring_register_ring_fd(&ring_) == 1;
-      if (!registered_) ++stats_.registered_ring_fallbacks;
+      int r = io_uring_register_ring_fd(&ring_);
+      registered_ = r == 1;
+      if (!registered_) {
+        ++stats_.registered_ring_fallbacks;
+        plan.register_ring_fd = false;
+        plan.notes.push_back("registered ring fd: " +
+                             explain_call_error("io_uring_register(IORING_REGISTER_RING_FDS)", r < 0 ? -r : EIO) +
+                             "; the plain ring fd instead");
+      }
     }
   }
 
@@ -385,7 +392,7 @@ class native_backend final : public backend {
 
 }  // namespace
 
-std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,
+std::unique_ptr<backend> make_native_backend(const executor_options& opts, executor_plan& plan,
                                              executor_stats& stats) {
   return std::make_unique<native_backend>(opts, plan, stats);
 }
