@@ -6,6 +6,7 @@
 // The plan honours URING_BACKEND and URING_DISABLE, as an executor would. Exit status: 0 when the report
 // was printed, 1 when no plan could be made (e.g. URING_BACKEND=native where io_uring is unusable, or a bad
 // override value), 2 for a bad command line.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -58,9 +59,13 @@ int print_table(const uring::kernel_features& kernel) {
   // What a real executor ended up with (the kernel may still refuse what the plan asks for).
   try {
     uring::executor ex;
-    std::printf("executor          ring flags %s (dropped: %s), registered ring fd: %s\n",
-                uring::to_string(ex.active_flags()).c_str(), uring::to_string(ex.dropped_flags()).c_str(),
-                ex.registered_ring() ? "yes" : "no");
+    std::printf("executor          backend %s, ring flags %s (dropped: %s), registered ring fd: %s\n",
+                uring::to_string(ex.plan().backend).c_str(), uring::to_string(ex.active_flags()).c_str(),
+                uring::to_string(ex.dropped_flags()).c_str(), ex.registered_ring() ? "yes" : "no");
+    // What the executor's plan says beyond the one above (a fallback its own ring's setup made, and why).
+    for (const auto& note : ex.plan().notes) {
+      if (std::find(plan->notes.begin(), plan->notes.end(), note) == plan->notes.end()) std::printf("  - %s\n", note.c_str());
+    }
   } catch (const std::exception& e) {
     std::printf("executor          failed: %s\n", e.what());
     return 1;

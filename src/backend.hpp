@@ -85,8 +85,9 @@ class backend {
 int send_msg_ring_from_anywhere(int ring_fd, std::uint64_t data) noexcept;
 
 // `plan` says which setup flags to ask for, whether to register the ring fd and which operations the
-// kernel may run (plan.allowed_ops, with what the executor needs itself); `opts` gives the sizes.
-std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,
+// kernel may run (plan.allowed_ops, with what the executor needs itself); `opts` gives the sizes. What
+// the ring's setup could not do as planned (register its fd) is written back into `plan`, with a note.
+std::unique_ptr<backend> make_native_backend(const executor_options& opts, executor_plan& plan,
                                              executor_stats& stats);
 
 // What a restricted ring lets through besides the executor's allowlist, as op kinds: the executor's own

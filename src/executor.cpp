@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -366,11 +367,25 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->spawned.prev = impl_->spawned.next = &impl_->spawned;
   impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC);
   if (impl_->wake_fd < 0) throw std::system_error(errno, std::system_category(), "executor: eventfd");
-  impl_->plan = make_plan(probed_kernel(), opts, plan_overrides::from_environment());
+  const plan_overrides overrides = plan_overrides::from_environment();
+  impl_->plan = make_plan(probed_kernel(), opts, overrides);
   queue_.refused = opts.allowed_ops.refused_bits();
-  impl_->backend = impl_->plan.backend == backend_kind::native
-                       ? detail::make_native_backend(opts, impl_->plan, impl_->stats)
-                       : detail::make_emulated_backend(opts, impl_->stats);
+  if (impl_->plan.backend == backend_kind::native) {
+    try {
+      impl_->backend = detail::make_native_backend(opts, impl_->plan, impl_->stats);
+    } catch (const std::system_error& e) {
+      // The probe's small rings worked but this one did not (a small RLIMIT_MEMLOCK, which counts rings
+      // that were closed a moment ago until the kernel has freed them): where the backend was left to
+      // us, the emulation takes over, and the plan says why. A demanded native backend fails instead.
+      if (opts.backend != backend_kind::automatic || overrides.backend != backend_kind::automatic) throw;
+      executor_plan emulated;
+      emulated.backend = backend_kind::emulated;
+      emulated.notes = std::move(impl_->plan.notes);
+      emulated.notes.push_back(std::string("backend: emulated, because the ring could not be set up: ") + e.what());
+      impl_->plan = std::move(emulated);
+    }
+  }
+  if (!impl_->backend) impl_->backend = detail::make_emulated_backend(opts, impl_->stats);
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
   impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
   if (impl_->msg_ring_ok && impl_->plan.send_msg_ring) impl_->doorbell_fd = impl_->backend->ring_fd();

@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -178,7 +180,10 @@ class buffer_ring {
   explicit buffer_ring(io_uring& ring)
       : ring_(ring), page_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))) {
     void* mem = ::mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem == MAP_FAILED) return;
+    if (mem == MAP_FAILED) {
+      error_ = detail::explain_call_error("mmap of the buffer ring", errno);
+      return;
+    }
     mem_ = static_cast<char*>(mem);
     auto* br = reinterpret_cast<io_uring_buf_ring*>(mem_);
     io_uring_buf_ring_init(br);
@@ -186,7 +191,10 @@ class buffer_ring {
     reg.ring_addr = reinterpret_cast<std::uintptr_t>(mem_);
     reg.ring_entries = kEntries;
     reg.bgid = kGroup;
-    if (io_uring_register_buf_ring(&ring_, &reg, 0) != 0) return;
+    if (int r = io_uring_register_buf_ring(&ring_, &reg, 0); r != 0) {
+      error_ = detail::explain_call_error("io_uring_register(IORING_REGISTER_PBUF_RING)", -r);
+      return;
+    }
     registered_ = true;
     for (unsigned i = 0; i < kEntries; ++i) {
       io_uring_buf_ring_add(br, mem_ + page_ + i * kBufferSize, kBufferSize, static_cast<unsigned short>(i),
@@ -202,6 +210,8 @@ class buffer_ring {
   }
 
   [[nodiscard]] bool registered() const noexcept { return registered_; }
+  // Why the registration failed ("" when it did not).
+  [[nodiscard]] const std::string& error() const noexcept { return error_; }
   // True when the kernel took the registration back.
   bool unregister() {
     if (!registered_) return false;
@@ -214,6 +224,7 @@ class buffer_ring {
   std::size_t page_;
   char* mem_ = nullptr;
   bool registered_ = false;
+  std::string error_;
 };
 
 // Whether a uname release such as "6.18.44-fc" is at least major.minor.
@@ -221,6 +232,22 @@ bool release_at_least(const std::string& release, int major, int minor) {
   int have_major = 0, have_minor = 0;
   if (std::sscanf(release.c_str(), "%d.%d", &have_major, &have_minor) != 2) return false;
   return have_major > major || (have_major == major && have_minor >= minor);
+}
+
+// The kernel's opcode list (IORING_REGISTER_PROBE), by hand rather than io_uring_get_probe_ring, which
+// hides the errno: a sandbox that denies io_uring_register leaves the list empty, and says so in reasons.
+void list_opcodes(scratch_ring& ring, kernel_features& f) {
+  constexpr unsigned kOps = 256;
+  // io_uring_probe is a header followed by its ops; the kernel wants it zeroed.
+  std::vector<io_uring_probe_op> mem(kOps + (sizeof(io_uring_probe) + sizeof(io_uring_probe_op) - 1) / sizeof(io_uring_probe_op));
+  auto* probe = reinterpret_cast<io_uring_probe*>(mem.data());
+  if (int r = io_uring_register_probe(ring.get(), probe, kOps); r < 0) {
+    f.reasons["opcodes"] = detail::explain_call_error("io_uring_register(IORING_REGISTER_PROBE)", -r);
+    return;
+  }
+  for (unsigned op = 0; op <= probe->last_op && op < f.opcodes.size(); ++op) {
+    if (io_uring_opcode_supported(probe, static_cast<int>(op))) f.opcodes.set(op);
+  }
 }
 
 // The first ring: is io_uring usable at all, its IORING_FEAT_* bits, its opcodes, and whether its fd can
@@ -234,18 +261,23 @@ bool probe_basics(kernel_features& f) {
   }
   f.io_uring_usable = true;
   f.feature_bits = ring.params().features;
-  if (io_uring_probe* probe = io_uring_get_probe_ring(ring.get())) {
-    for (unsigned op = 0; op <= probe->last_op && op < f.opcodes.size(); ++op) {
-      if (io_uring_opcode_supported(probe, static_cast<int>(op))) f.opcodes.set(op);
-    }
-    io_uring_free_probe(probe);
-  }
-  f.registered_ring_fd = io_uring_register_ring_fd(ring.get()) == 1;
+  list_opcodes(ring, f);
+  int r = io_uring_register_ring_fd(ring.get());
+  f.registered_ring_fd = r == 1;
+  if (r < 0) f.reasons["registered_ring_fd"] = detail::explain_call_error("io_uring_register(IORING_REGISTER_RING_FDS)", -r);
   return true;
 }
 
-// Each setup flag on a ring of its own: a kernel that does not know one says EINVAL.
-ring_flags probe_setup_flags() {
+// Whether `opcode` may be supported: listed, or unknown because the list itself could not be read (then
+// the feature's own trial decides).
+bool maybe_supported(const kernel_features& f, unsigned opcode) {
+  return f.supports(opcode) || f.reasons.count("opcodes") != 0;
+}
+
+// Each setup flag on a ring of its own: a kernel that does not know one says EINVAL. Any other failure
+// (ENOMEM under a small RLIMIT_MEMLOCK) says nothing about the flag: it counts as accepted, with the
+// reason recorded, and the native backend still drops a flag that its own setup finds refused.
+ring_flags probe_setup_flags(kernel_features& f) {
   constexpr std::pair<ring_flags, unsigned> kSetup[] = {
       {ring_flags::submit_all, IORING_SETUP_SUBMIT_ALL},
       {ring_flags::coop_taskrun, IORING_SETUP_COOP_TASKRUN},
@@ -254,9 +286,28 @@ ring_flags probe_setup_flags() {
   };
   ring_flags accepted = ring_flags::none;
   for (auto [flag, bits] : kSetup) {
-    if (scratch_ring(bits).ok()) accepted = accepted | flag;
+    scratch_ring ring(bits);
+    if (ring.ok() || ring.error() != EINVAL) accepted = accepted | flag;
+    if (!ring.ok() && ring.error() != EINVAL) {
+      f.reasons["setup_flags"] = to_string(flag) + " not verified: " + detail::explain_call_error("io_uring_setup", ring.error());
+    }
   }
   return accepted;
+}
+
+// Each probe below answers "" when the feature worked, or why it did not: the call that failed and its
+// errno, or what was missing from the answer. probe_kernel files the answers in kernel_features::reasons.
+
+// Why a scratch ring (or two) could not be set up: a small RLIMIT_MEMLOCK, rings closed a moment ago
+// still counted, says ENOMEM here while the first ring worked.
+std::string setup_failure(const scratch_ring& ring) {
+  return detail::explain_call_error("io_uring_setup (a scratch ring for this probe)", ring.error());
+}
+
+// Why the answer to a probe's operation is not the success it should be.
+std::string op_failure(const char* op, const std::optional<completion>& c) {
+  if (!c || c->user_data != kOpTag) return std::string(op) + ": no completion";
+  return detail::explain_call_error(op, -c->res);
 }
 
 // Whether `target` received the probe message with exactly the user_data and len that were sent.
@@ -266,63 +317,80 @@ bool received_probe_message(scratch_ring& target) {
 }
 
 // A MSG_RING round trip: ring A posts to ring B, and B must see the message.
-bool probe_msg_ring() {
+std::string probe_msg_ring() {
   scratch_ring sender, target;
-  if (!sender.ok() || !target.ok()) return false;
+  if (!sender.ok()) return setup_failure(sender);
+  if (!target.ok()) return setup_failure(target);
   io_uring_prep_msg_ring(sender.sqe(kOpTag), target.fd(), kProbeLen, kProbeUserData, 0);
   std::optional<completion> sent = sender.submit_and_wait();
-  return sent && sent->user_data == kOpTag && sent->res == 0 && received_probe_message(target);
+  if (!sent || sent->user_data != kOpTag || sent->res != 0) return op_failure("IORING_OP_MSG_RING", sent);
+  if (!received_probe_message(target)) return "IORING_OP_MSG_RING: the target ring did not get the message";
+  return {};
 }
 
 // IORING_MSG_RING_FLAGS_PASS: the target's CQE carries the flags the sender chose (sqe->file_index).
-bool probe_msg_ring_flags_pass() {
+std::string probe_msg_ring_flags_pass() {
   scratch_ring sender, target;
-  if (!sender.ok() || !target.ok()) return false;
+  if (!sender.ok()) return setup_failure(sender);
+  if (!target.ok()) return setup_failure(target);
   io_uring_sqe* sqe = sender.sqe(kOpTag);
   io_uring_prep_msg_ring(sqe, target.fd(), kProbeLen, kProbeUserData, kMsgRingFlagsPass);
   sqe->file_index = kProbeCqeFlags;
   std::optional<completion> sent = sender.submit_and_wait();
-  if (!sent || sent->res != 0) return false;
+  if (!sent || sent->user_data != kOpTag || sent->res != 0) return op_failure("IORING_OP_MSG_RING (FLAGS_PASS)", sent);
   std::optional<completion> got = target.wait();
-  return got && got->user_data == kProbeUserData && got->flags == kProbeCqeFlags;
+  if (!got || got->user_data != kProbeUserData || got->flags != kProbeCqeFlags) {
+    return "IORING_MSG_RING_FLAGS_PASS: the target's CQE did not carry the sender's flags (6.3+)";
+  }
+  return {};
 }
 
 // IORING_REGISTER_SEND_MSG_RING: the same message from no ring at all, by the blind register opcode.
 // Kernels before 6.13 answer EBADF (fd -1) or EINVAL (unknown opcode).
-bool probe_send_msg_ring() {
+std::string probe_send_msg_ring() {
   scratch_ring target;
-  if (!target.ok()) return false;
+  if (!target.ok()) return setup_failure(target);
   io_uring_sqe sqe{};
   io_uring_prep_msg_ring(&sqe, target.fd(), kProbeLen, kProbeUserData, 0);
-  if (::syscall(__NR_io_uring_register, -1, kRegisterSendMsgRing, &sqe, 1) != 0) return false;
-  return received_probe_message(target);
+  if (::syscall(__NR_io_uring_register, -1, kRegisterSendMsgRing, &sqe, 1) != 0) {
+    return detail::explain_call_error("io_uring_register(IORING_REGISTER_SEND_MSG_RING)", errno);
+  }
+  if (!received_probe_message(target)) return "IORING_REGISTER_SEND_MSG_RING: the target ring did not get the message";
+  return {};
 }
 
 // Registers an eventfd, checks that a completion signals it (the point of registering one), unregisters.
-bool probe_eventfd_register() {
+std::string probe_eventfd_register() {
   scratch_ring ring;
+  if (!ring.ok()) return setup_failure(ring);
   unique_fd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!ring.ok() || !efd.ok()) return false;
-  if (io_uring_register_eventfd(ring.get(), efd.get()) != 0) return false;
+  if (!efd.ok()) return detail::explain_call_error("eventfd", errno);
+  if (int r = io_uring_register_eventfd(ring.get(), efd.get()); r != 0) {
+    return detail::explain_call_error("io_uring_register(IORING_REGISTER_EVENTFD)", -r);
+  }
   io_uring_prep_nop(ring.sqe(kOpTag));
   std::optional<completion> done = ring.submit_and_wait();
   eventfd_t count = 0;
   bool signalled = done && ::eventfd_read(efd.get(), &count) == 0 && count > 0;
-  return io_uring_unregister_eventfd(ring.get()) == 0 && signalled;
+  if (int r = io_uring_unregister_eventfd(ring.get()); r != 0) {
+    return detail::explain_call_error("io_uring_register(IORING_UNREGISTER_EVENTFD)", -r);
+  }
+  return signalled ? std::string() : "a registered eventfd was not signalled by a completion";
 }
 
-bool probe_buf_ring() {
+std::string probe_buf_ring() {
   scratch_ring ring;
-  if (!ring.ok()) return false;
+  if (!ring.ok()) return setup_failure(ring);
   buffer_ring buffers(*ring.get());
-  return buffers.registered() && buffers.unregister();
+  if (!buffers.registered()) return buffers.error();
+  return buffers.unregister() ? std::string() : "io_uring_register(IORING_UNREGISTER_PBUF_RING) failed";
 }
 
 // A multishot accept on a listening socket with a connection waiting: the CQE that accepts it must say
 // IORING_CQE_F_MORE (still armed). AF_UNIX with an autobound abstract address rather than TCP loopback:
 // the kernel's accept path is the same, and it needs neither a file nor a configured network.
 // nullopt when the sockets could not be set up, which says nothing about the kernel's io_uring.
-std::optional<bool> probe_multishot_accept() {
+std::optional<std::string> probe_multishot_accept() {
   unique_fd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   unique_fd client(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener.ok() || !client.ok()) return std::nullopt;
@@ -336,17 +404,20 @@ std::optional<bool> probe_multishot_accept() {
     return std::nullopt;
 
   scratch_ring ring;
-  if (!ring.ok()) return false;
+  if (!ring.ok()) return setup_failure(ring);
   io_uring_prep_multishot_accept(ring.sqe(kOpTag), listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
   std::optional<completion> accepted = ring.submit_and_wait();
   if (accepted && accepted->res >= 0) ::close(accepted->res);
   if (accepted && accepted->more()) ring.cancel_and_drain();
-  return accepted && accepted->user_data == kOpTag && accepted->res >= 0 && accepted->more();
+  if (!accepted || accepted->user_data != kOpTag || accepted->res < 0) {
+    return op_failure("IORING_OP_ACCEPT (multishot)", accepted);
+  }
+  return accepted->more() ? std::string() : "multishot accept: the CQE lacked IORING_CQE_F_MORE (5.19+)";
 }
 
 // A multishot recv with a provided-buffer ring (multishot recv requires buffer selection) on a socket
 // pair with data waiting: the CQE must carry the data in a provided buffer and say IORING_CQE_F_MORE.
-std::optional<bool> probe_multishot_recv() {
+std::optional<std::string> probe_multishot_recv() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
   unique_fd ours(sv[0]), peer(sv[1]);
@@ -355,17 +426,27 @@ std::optional<bool> probe_multishot_recv() {
     return std::nullopt;
 
   scratch_ring ring;
-  if (!ring.ok()) return false;
+  if (!ring.ok()) return setup_failure(ring);
   buffer_ring buffers(*ring.get());
-  if (!buffers.registered()) return false;
+  if (!buffers.registered()) return "needs a provided-buffer ring: " + buffers.error();
   io_uring_sqe* s = ring.sqe(kOpTag);
   io_uring_prep_recv_multishot(s, ours.get(), nullptr, 0, 0);
   s->flags |= IOSQE_BUFFER_SELECT;
   s->buf_group = buffer_ring::kGroup;
   std::optional<completion> got = ring.submit_and_wait();
   if (got && got->more()) ring.cancel_and_drain();
-  return got && got->user_data == kOpTag && got->res == static_cast<std::int32_t>(sizeof kMessage) &&
-         (got->flags & IORING_CQE_F_BUFFER) != 0 && got->more();
+  if (!got || got->user_data != kOpTag || got->res < 0) return op_failure("IORING_OP_RECV (multishot)", got);
+  if (got->res != static_cast<std::int32_t>(sizeof kMessage) || (got->flags & IORING_CQE_F_BUFFER) == 0) {
+    return "multishot recv: the data did not arrive in a provided buffer";
+  }
+  return got->more() ? std::string() : "multishot recv: the CQE lacked IORING_CQE_F_MORE (6.0+)";
+}
+
+// Files a probe's answer: true when it worked, else false with its reason in f.reasons[feature].
+bool worked(kernel_features& f, const char* feature, std::string why_not) {
+  if (why_not.empty()) return true;
+  f.reasons[feature] = std::move(why_not);
+  return false;
 }
 
 }  // namespace
@@ -375,19 +456,27 @@ kernel_features probe_kernel() {
   utsname u{};
   if (::uname(&u) == 0) f.kernel_release = u.release;
   if (!probe_basics(f)) return f;
-  f.setup_flags = probe_setup_flags();
-  f.msg_ring = f.supports(IORING_OP_MSG_RING) && probe_msg_ring();
-  f.send_msg_ring = probe_send_msg_ring();
-  f.msg_ring_flags_pass = f.msg_ring && probe_msg_ring_flags_pass();
-  f.eventfd_register = probe_eventfd_register();
-  f.buf_ring = probe_buf_ring();
+  f.setup_flags = probe_setup_flags(f);
+  // Where the opcode list says an opcode is missing, the feature is off without a trial (and without a
+  // reason: the kernel is simply older). Where the list itself could not be read, the trial decides.
+  f.msg_ring = maybe_supported(f, IORING_OP_MSG_RING) && worked(f, "msg_ring", probe_msg_ring());
+  f.send_msg_ring = worked(f, "send_msg_ring", probe_send_msg_ring());
+  f.msg_ring_flags_pass = f.msg_ring && worked(f, "msg_ring_flags_pass", probe_msg_ring_flags_pass());
+  f.eventfd_register = worked(f, "eventfd_register", probe_eventfd_register());
+  f.buf_ring = worked(f, "buf_ring", probe_buf_ring());
   // Where the sockets themselves cannot be made (out of fds, a sandbox without AF_UNIX), the kernel release
   // decides: multishot accept came in 5.19, multishot recv in 6.0.
-  f.multishot_accept = f.supports(IORING_OP_ACCEPT) &&
-                       probe_multishot_accept().value_or(release_at_least(f.kernel_release, 5, 19));
-  f.multishot_recv = f.supports(IORING_OP_RECV) && f.buf_ring &&
-                     probe_multishot_recv().value_or(release_at_least(f.kernel_release, 6, 0));
+  if (maybe_supported(f, IORING_OP_ACCEPT)) {
+    std::optional<std::string> why_not = probe_multishot_accept();
+    f.multishot_accept = why_not ? worked(f, "multishot_accept", *why_not) : release_at_least(f.kernel_release, 5, 19);
+  }
+  if (maybe_supported(f, IORING_OP_RECV)) {
+    std::optional<std::string> why_not = probe_multishot_recv();
+    f.multishot_recv = why_not ? worked(f, "multishot_recv", *why_not) : f.buf_ring && release_at_least(f.kernel_release, 6, 0);
+  }
+  // No trial for SEND_ZC (it would need a connected TCP socket): without the opcode list it stays off.
   f.send_zc = f.supports(IORING_OP_SEND_ZC);
+  if (f.reasons.count("opcodes") != 0) f.reasons["send_zc"] = "unknown, because the opcode list is unavailable";
   return f;
 }
 
@@ -416,6 +505,7 @@ std::string to_string(const kernel_features& f) {
   out += std::string("multishot accept  ") + yes_no(f.multishot_accept);
   out += std::string("multishot recv    ") + yes_no(f.multishot_recv);
   out += std::string("send_zc           ") + yes_no(f.send_zc);
+  for (const auto& [feature, why] : f.reasons) out += "why not: " + feature + ": " + why + "\n";
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
     if (f.feature_bits & (1u << bit)) {
@@ -509,6 +599,12 @@ class json_object {
   std::string out_ = "{";
 };
 
+std::string reasons_object(const std::map<std::string, std::string>& reasons) {
+  json_object o;
+  for (const auto& [feature, why] : reasons) o.text(feature, why);
+  return o.str();
+}
+
 // Each flag set in `flags` by its name, one flag at a time.
 std::vector<std::string> flag_names(ring_flags flags) {
   std::vector<std::string> names;
@@ -547,6 +643,7 @@ std::string to_json(const kernel_features& f) {
       .boolean("multishot_accept", f.multishot_accept)
       .boolean("multishot_recv", f.multishot_recv)
       .boolean("send_zc", f.send_zc)
+      .raw("reasons", reasons_object(f.reasons))
       .str();
 }
 

@@ -89,7 +89,7 @@ std::uint8_t kernel_opcode(op_code c) {
 
 class native_backend final : public backend {
  public:
-  native_backend(const executor_options& opts, const executor_plan& plan, executor_stats& stats) : stats_(stats) {
+  native_backend(const executor_options& opts, executor_plan& plan, executor_stats& stats) : stats_(stats) {
     ring_flags want = plan.flags;
     if (any(want & ring_flags::defer_taskrun)) want = want | ring_flags::single_issuer;
     // A restricted ring starts disabled: restrictions can only be registered before the ring is enabled.
@@ -117,11 +117,23 @@ class native_backend final : public backend {
       throw std::system_error(ENOTSUP, std::system_category(),
                               "io_uring: the kernel lacks IORING_FEAT_NODROP (5.5+), so completions could be lost");
     }
+    // A forked child must not share the SQ/CQ mappings: the kernel would let two processes issue on one
+    // ring, and the child's copy-on-write pages would shadow the parent's. Excluded from fork, they are
+    // simply absent in the child, which builds an executor (a ring) of its own. Failing to exclude them
+    // costs only that protection, so the ring is kept either way.
+    (void)io_uring_ring_dontfork(&ring_);
     if (plan.register_ring_fd) {
       // Returns 1 on success; -EBUSY when this thread's 16 slots are taken: then we keep the plain fd.
       // Before restricting: restrictions limit io_uring_register too, and this needs no permission then.
-      registered_ = io_uring_register_ring_fd(&ring_) == 1;
-      if (!registered_) ++stats_.registered_ring_fallbacks;
+      int r = io_uring_register_ring_fd(&ring_);
+      registered_ = r == 1;
+      if (!registered_) {
+        ++stats_.registered_ring_fallbacks;
+        plan.register_ring_fd = false;
+        plan.notes.push_back("registered ring fd: " +
+                             explain_call_error("io_uring_register(IORING_REGISTER_RING_FDS)", r < 0 ? -r : EIO) +
+                             "; the plain ring fd instead");
+      }
     }
     if (restricted) restrict_and_enable(plan.allowed_ops);
   }
@@ -507,7 +519,7 @@ int send_msg_ring_from_anywhere(int ring_fd, std::uint64_t data) noexcept {
   return ::syscall(__NR_io_uring_register, -1, kRegisterSendMsgRing, &sqe, 1) < 0 ? -errno : 0;
 }
 
-std::unique_ptr<backend> make_native_backend(const executor_options& opts, const executor_plan& plan,
+std::unique_ptr<backend> make_native_backend(const executor_options& opts, executor_plan& plan,
                                              executor_stats& stats) {
   return std::make_unique<native_backend>(opts, plan, stats);
 }

@@ -39,6 +39,12 @@ std::string restriction_note(const op_allowlist& allowed, backend_kind backend) 
   return note;
 }
 
+// ": <the probe's reason>" where it recorded one for `feature`, else "".
+std::string because(const kernel_features& kernel, const std::string& feature) {
+  std::string why = kernel.reason_for(feature);
+  return why.empty() ? why : ": " + why;
+}
+
 }  // namespace
 
 plan_overrides plan_overrides::from_environment() {
@@ -110,7 +116,9 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     if (disabled.contains(feature::registered_ring)) {
       plan.notes.push_back("registered ring fd: disabled by request");
     } else if (!kernel.registered_ring_fd) {
-      plan.notes.push_back("registered ring fd: not supported by kernel " + kernel.kernel_release + " (5.18+)");
+      std::string why = kernel.reason_for("registered_ring_fd");
+      plan.notes.push_back("registered ring fd: " + (why.empty() ? "not supported by kernel " + kernel.kernel_release + " (5.18+)"
+                                                                 : "refused on kernel " + kernel.kernel_release + ": " + why));
     } else {
       plan.register_ring_fd = true;
     }
@@ -119,7 +127,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     plan.notes.push_back("messaging: MSG_RING disabled by request; mailbox + eventfd instead");
   } else if (!kernel.msg_ring) {
     plan.notes.push_back("messaging: MSG_RING unavailable on kernel " + kernel.kernel_release +
-                         "; mailbox + eventfd instead");
+                         because(kernel, "msg_ring") + "; mailbox + eventfd instead");
   } else if (!request.allowed_ops.allows_msg_ring()) {
     plan.notes.push_back("messaging: MSG_RING not in the allowlist: messages to and from this executor use the "
                          "mailbox + eventfd");

@@ -35,9 +35,12 @@ std::string explain_setup_error(int err) {
           return head + "denied by a seccomp filter or a security module";
       }
     case ENOMEM:
+      // Kernels 5.12 to 6.12 charged rings to the memory cgroup; earlier ones, and 6.13+ (rings in
+      // "regions"), charge RLIMIT_MEMLOCK for a process without CAP_IPC_LOCK. Rings are freed
+      // asynchronously, so rings closed a moment ago may still count.
       return head +
-             "not enough locked memory for the ring (RLIMIT_MEMLOCK on kernels before 5.12): raise it with "
-             "`ulimit -l` or ask for fewer entries";
+             "not enough locked memory for the ring: RLIMIT_MEMLOCK counts ring memory for a process without "
+             "CAP_IPC_LOCK (kernels before 5.12, and 6.13+): raise it with `ulimit -l` or ask for fewer entries";
     case EINVAL:
       return head + "the kernel refused the ring's parameters (a setup flag or size newer than it knows)";
     case EMFILE:
@@ -45,6 +48,26 @@ std::string explain_setup_error(int err) {
       return head + "out of file descriptors";
     default:
       return head + "unexpected error";
+  }
+}
+
+std::string explain_call_error(const char* call, int err) {
+  std::string head = std::string(call) + ": " + strerrorname_np(err) + " (" + std::strerror(err) + ")";
+  switch (err) {
+    case EPERM:
+    case EACCES:
+      return head + " — denied by a seccomp filter, a security module or the ring's restrictions";
+    case ENOMEM:
+      return head +
+             " — locked memory (RLIMIT_MEMLOCK, `ulimit -l`) is used up for a process without CAP_IPC_LOCK; rings "
+             "closed a moment ago count until the kernel has freed them";
+    case EINVAL:
+    case EBADF:
+      return head + " — not known to this kernel";
+    case EBUSY:
+      return head + " — already in use (for registered ring fds: this thread's 16 slots are taken)";
+    default:
+      return head;
   }
 }
 

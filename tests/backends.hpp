@@ -20,6 +20,7 @@ namespace uring::test {
 struct backend_config {
   std::string name;
   executor_options options;
+  bool signal_storm = false;  // storm_backend_test (signal_storm.hpp): run the test inside a SIGALRM storm
 };
 
 // Test names and failure messages show the configuration's name, not its bytes.

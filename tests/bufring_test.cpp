@@ -276,7 +276,7 @@ TEST_P(LeasedRecv, LeasesOutliveTheStreamThePoolAndTheExecutor) {
 // A stream dropped while chunks wait in it, and an executor shut down with a receive armed: buffers go back,
 // nothing leaks, no fd is left open.
 TEST_P(LeasedRecv, DroppingStreamsAndShuttingDownLeakNothing) {
-  const int baseline = open_fd_count();
+  const long baseline = open_fd_count();
   {
     stream_pair a, b;
     write_fully(a.peer.get(), pattern(500, 1));
@@ -485,7 +485,7 @@ TEST_P(SendFile, AMultiMegabyteFileArrivesByteExact) {
   const std::string content = pattern((6 << 20) + 12345, 11);
   unique_fd file = file_with(content);
   auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
-  const int baseline = open_fd_count();
+  const long baseline = open_fd_count();
   struct result {
     std::size_t sent;
     std::string got;

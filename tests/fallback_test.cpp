@@ -4,8 +4,11 @@
 // Also pins the seccomp_child.hpp helper itself, which other tests reuse.
 #include <gtest/gtest.h>
 
+#include <grp.h>
 #include <linux/io_uring.h>
+#include <pwd.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,6 +22,8 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <uring/kernel_features.hpp>
 #include <uring/plan.hpp>
@@ -286,5 +291,156 @@ TEST(FallbackControl, WithoutTheFilterTheExecutorIsNative) {
 
 INSTANTIATE_TEST_SUITE_P(Errnos, Fallback, ::testing::Values(ENOSYS, EPERM),
                          [](const auto& p) { return errno_name(p.param); });
+
+// ---- io_uring_register denied: rings work, registrations do not ----
+
+// Each feature of the probe by its name in to_json.
+std::vector<std::pair<std::string, bool>> feature_flags(const uring::kernel_features& k) {
+  return {{"registered_ring_fd", k.registered_ring_fd}, {"msg_ring", k.msg_ring},
+          {"send_msg_ring", k.send_msg_ring},           {"msg_ring_flags_pass", k.msg_ring_flags_pass},
+          {"eventfd_register", k.eventfd_register},     {"buf_ring", k.buf_ring},
+          {"multishot_accept", k.multishot_accept},     {"multishot_recv", k.multishot_recv},
+          {"send_zc", k.send_zc}};
+}
+
+// In the child: a fresh probe (probe_kernel, not the parent's cached probed_kernel) and the automatic
+// plan, as key=value lines: feature.<name>=0|1, why.<name>=<reason>, plan_*.
+int report_features() {
+  uring::kernel_features k = uring::probe_kernel();
+  std::printf("usable=%d\nsetup_errno=%d\nreason=%s\n", k.io_uring_usable ? 1 : 0, k.setup_errno, k.reason.c_str());
+  std::printf("opcodes=%zu\n", k.opcodes.count());
+  for (const auto& [name, on] : feature_flags(k)) std::printf("feature.%s=%d\n", name.c_str(), on ? 1 : 0);
+  for (const auto& [name, why] : k.reasons) std::printf("why.%s=%s\n", name.c_str(), why.c_str());
+  uring::executor_plan plan = uring::make_plan(k, uring::executor_options{}, uring::plan_overrides{});
+  std::printf("plan_backend=%s\nplan_register_ring_fd=%d\nplan_msg_ring=%d\n", uring::to_string(plan.backend).c_str(),
+              plan.register_ring_fd ? 1 : 0, plan.msg_ring ? 1 : 0);
+  std::string notes;
+  for (const auto& note : plan.notes) notes += note + " | ";
+  std::printf("plan_notes=%s\n", notes.c_str());
+  return 0;
+}
+
+// fallback_work_helper in a fresh process (its own probe), with the environment's overrides cleared.
+int exec_work_helper() {
+  ::unsetenv("URING_BACKEND");
+  ::unsetenv("URING_DISABLE");
+  return uring::test::exec_program({URING_FALLBACK_WORK_HELPER});
+}
+
+// The probe still finds io_uring usable, and says of each feature that needs a registration that
+// io_uring_register was refused, and why; what needs none (MSG_RING, multishot accept) is tried for real
+// even though the opcode list (itself a registration) is unavailable.
+TEST(RegisterDenied, ProbeSaysUsableAndWhyEachRegistrationFailed) {
+  child_result r = uring::test::run_with_syscall_blocked(__NR_io_uring_register, EPERM, report_features);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  auto f = fields_of(r.output);
+  EXPECT_EQ(f["usable"], "1") << r.output;
+  EXPECT_EQ(f["opcodes"], "0") << r.output;
+  for (std::string refused : {"registered_ring_fd", "send_msg_ring", "eventfd_register", "buf_ring", "multishot_recv"}) {
+    EXPECT_EQ(f["feature." + refused], "0") << refused << "\n" << r.output;
+    EXPECT_TRUE(contains(f["why." + refused], "EPERM")) << refused << ": " << f["why." + refused];
+  }
+  for (std::string registration : {"opcodes", "registered_ring_fd", "eventfd_register", "buf_ring"}) {
+    EXPECT_TRUE(contains(f["why." + registration], "io_uring_register(")) << f["why." + registration];
+    EXPECT_TRUE(contains(f["why." + registration], "seccomp")) << f["why." + registration];
+  }
+  for (std::string works : {"msg_ring", "msg_ring_flags_pass", "multishot_accept"}) {
+    EXPECT_EQ(f["feature." + works], "1") << works << "\n" << r.output;
+  }
+  EXPECT_TRUE(contains(f["why.send_zc"], "opcode list")) << r.output;
+  EXPECT_EQ(f["plan_backend"], "native");
+  EXPECT_EQ(f["plan_register_ring_fd"], "0");
+  EXPECT_EQ(f["plan_msg_ring"], "1");
+  EXPECT_TRUE(contains(f["plan_notes"], "registered ring fd: refused")) << f["plan_notes"];
+  EXPECT_TRUE(contains(f["plan_notes"], "EPERM")) << f["plan_notes"];
+}
+
+// An executor keeps its native ring (with the plain ring fd) and MSG_RING, and the work completes.
+TEST(RegisterDenied, ExecutorStaysNativeAndTheWorkCompletes) {
+  child_result r = uring::test::run_with_syscall_blocked(__NR_io_uring_register, EPERM, exec_work_helper);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  EXPECT_TRUE(contains(r.output, "backend native\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "messaging MSG_RING\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "note registered ring fd: refused")) << r.output;
+  EXPECT_TRUE(contains(r.output, "hops by MSG_RING 10\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "work ok")) << r.output;
+}
+
+// ---- a small RLIMIT_MEMLOCK, as an unprivileged user ----
+
+// Kernels 6.13+ charge ring memory (and provided-buffer rings) to RLIMIT_MEMLOCK for a process without
+// CAP_IPC_LOCK, and free a closed ring's memory asynchronously, so a small limit makes io_uring_setup
+// fail with ENOMEM: never for the first ring (0 bytes), sometimes for later ones (64 KiB), not at all
+// (8 MiB, today's default). Root ignores the limit, so the child becomes nobody.
+class Memlock : public ::testing::TestWithParam<rlim_t> {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to become the unprivileged user nobody";
+    passwd* nobody = ::getpwnam("nobody");
+    if (nobody == nullptr) GTEST_SKIP() << "no user nobody";
+    uid_ = nobody->pw_uid;
+    gid_ = nobody->pw_gid;
+  }
+
+  // In the child: the limit, then nobody (groups first, while we may still change them).
+  int become_limited_nobody() const {
+    rlimit limit{GetParam(), GetParam()};
+    if (::setrlimit(RLIMIT_MEMLOCK, &limit) != 0 || ::setgroups(0, nullptr) != 0 ||
+        ::setresgid(gid_, gid_, gid_) != 0 || ::setresuid(uid_, uid_, uid_) != 0) {
+      std::printf("becoming nobody with a small RLIMIT_MEMLOCK failed: %s\n", std::strerror(errno));
+      return 120;
+    }
+    return 0;
+  }
+
+  child_result run_limited(int (*body)()) const {
+    return uring::test::run_in_child([&] {
+      if (int failed = become_limited_nobody()) return failed;
+      return body();
+    });
+  }
+
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+};
+
+// Whatever the limit takes away, the probe says why (ENOMEM, RLIMIT_MEMLOCK).
+TEST_P(Memlock, ProbeSaysWhatTheLimitTookAway) {
+  const uring::kernel_features unlimited = uring::probe_kernel();
+  child_result r = run_limited(report_features);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  auto f = fields_of(r.output);
+  if (GetParam() == 0) EXPECT_EQ(f["usable"], "0") << r.output;
+  if (GetParam() >= (8u << 20)) EXPECT_EQ(f["usable"], "1") << r.output;
+  if (f["usable"] == "0") {
+    EXPECT_EQ(f["setup_errno"], std::to_string(ENOMEM));
+    EXPECT_TRUE(contains(f["reason"], "RLIMIT_MEMLOCK")) << f["reason"];
+    EXPECT_EQ(f["plan_backend"], "emulated");
+    return;
+  }
+  for (const auto& [name, on] : feature_flags(unlimited)) {
+    if (!on || f["feature." + name] == "1") continue;
+    EXPECT_TRUE(contains(f["why." + name], "ENOMEM") && contains(f["why." + name], "RLIMIT_MEMLOCK"))
+        << name << " is off under the limit, and the probe should say why: " << f["why." + name];
+    EXPECT_LT(GetParam(), 8u << 20) << name << " is off even under a generous limit";
+  }
+}
+
+// And an executor keeps working: natively where its ring fits, else on the emulation, saying why.
+TEST_P(Memlock, ExecutorKeepsWorkingAndSaysWhy) {
+  child_result r = run_limited(exec_work_helper);
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
+  EXPECT_TRUE(contains(r.output, "work ok")) << r.output;
+  const bool native = contains(r.output, "backend native\n");
+  if (GetParam() == 0) EXPECT_FALSE(native) << r.output;
+  if (GetParam() >= (8u << 20)) EXPECT_TRUE(native) << r.output;
+  if (!native) {
+    EXPECT_TRUE(contains(r.output, "note backend: emulated, because")) << r.output;
+    EXPECT_TRUE(contains(r.output, "RLIMIT_MEMLOCK")) << r.output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Limits, Memlock, ::testing::Values(rlim_t{0}, rlim_t{64} << 10, rlim_t{8} << 20),
+                         [](const auto& p) { return "bytes_" + std::to_string(p.param); });
 
 }  // namespace

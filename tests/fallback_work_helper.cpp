@@ -1,7 +1,10 @@
 // fallback_work_helper: builds a default executor (backend chosen by the probe) and does real work on it:
-// pipes, timers, a linked timeout, cancellation, a regular file. fallback_test runs it with io_uring_setup
-// blocked by seccomp, where the executor must fall back to the emulation and still get everything done.
-// Prints "backend <name>", the plan's notes, then "work ok"; exits non-zero with a message on any failure.
+// pipes, timers, a linked timeout, cancellation, a regular file, hops to a second executor's thread and
+// back. fallback_test runs it where io_uring is blocked or limited (seccomp on io_uring_setup or
+// io_uring_register, a small RLIMIT_MEMLOCK as an unprivileged user): the executor must fall back where it
+// has to, say why, and still get everything done.
+// Prints "backend <name>", "messaging <road>", the plan's notes ("note ..."), "hops by MSG_RING <n>", then
+// "work ok"; exits non-zero with a message on any failure.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -44,14 +47,29 @@ uring::task<void> work() {
   ::close(p[1]);
 }
 
+// There and back again, `n` times: MSG_RING between two native executors planned for it, else the mailbox.
+uring::task<void> hop(uring::executor& home, uring::executor& other, int n) {
+  for (int i = 0; i < n; ++i) {
+    co_await uring::resume_on(other);
+    co_await uring::nop();
+    co_await uring::resume_on(home);
+  }
+}
+
 }  // namespace
 
 int main() {
   try {
     uring::executor ex;
     std::printf("backend %s\n", uring::to_string(ex.plan().backend).c_str());
+    std::printf("messaging %s\n", ex.plan().msg_ring ? "MSG_RING" : "mailbox");
     for (const auto& note : ex.plan().notes) std::printf("note %s\n", note.c_str());
     ex.run(work());
+    uring::executor_group other(1);
+    ex.run(hop(ex, other.at(0), 10));
+    other.stop();
+    other.join();
+    std::printf("hops by MSG_RING %llu\n", static_cast<unsigned long long>(ex.stats().messages_sent_by_ring));
     std::printf("work ok\n");
     return 0;
   } catch (const std::exception& e) {

@@ -17,6 +17,7 @@
 
 #include "fd_leak.hpp"
 #include "setup_error.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -169,7 +170,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
 
 TEST(KernelFeatures, ProbeClosesEverythingItOpens) {
   (void)uring::probe_kernel();  // anything opened once per process (by libc, the sanitizers) is open now
-  int before = open_fd_count();
+  long before = open_fd_count();
   for (int i = 0; i < 3; ++i) (void)uring::probe_kernel();
   EXPECT_EQ(open_fd_count(), before);
 }
@@ -229,13 +230,16 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
   f.opcodes.set(200);
   f.setup_flags = uring::ring_flags::coop_taskrun;
   f.buf_ring = true;
+  f.reasons["msg_ring"] = "said \"no\"";
+  f.reasons["eventfd_register"] = "EPERM";
   EXPECT_EQ(uring::to_json(f),
             "{\"kernel_release\":\"4.19 \\\"old\\\"\",\"io_uring_usable\":false,\"setup_errno\":38,"
             "\"reason\":\"blocked by C:\\\\policy\\n\\t\\u0001 \xe2\x80\x94 done\",\"feature_bits\":3,"
             "\"features\":[\"SINGLE_MMAP\",\"NODROP\"],\"opcodes\":[\"NOP\",\"op200\"],"
             "\"registered_ring_fd\":false,\"setup_flags\":[\"COOP_TASKRUN\"],\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
-            "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false}");
+            "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
+            "\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_ring\":\"said \\\"no\\\"\"}}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }
 

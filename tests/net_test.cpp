@@ -23,6 +23,7 @@
 
 #include "backends.hpp"
 #include "net_util.hpp"
+#include "signal_storm.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -152,7 +153,10 @@ TEST(Address, RejectsBadInputSayingWhatIsWrong) {
 }
 
 // Every test checks that no fd is left open (fd_leak.hpp, for all tests).
-class Net : public uring::test::backend_test {};
+class Net : public uring::test::storm_backend_test {};
+
+// The long runs, again inside a SIGALRM storm (signal_storm.hpp): EINTR anywhere changes no result.
+class NetSoak : public Net {};
 
 TEST_P(Net, TcpEchoRoundTrip) {
   auto listener = tcp_listener::bind(loopback());
@@ -379,7 +383,7 @@ TEST_P(Net, AcceptStreamNextRacesASleepWithWhenAny) {
   EXPECT_EQ(winner, 1u);
 }
 
-TEST_P(Net, AcceptStreamTakesAThousandConnections) {
+TEST_P(NetSoak, AcceptStreamTakesAThousandConnections) {
   nofile_limit limit(4096);
   if (!limit.enough()) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below 4096";
   const int kCount = 1000;
@@ -489,7 +493,7 @@ TEST_P(Net, ExecutorShutdownWithAnArmedAcceptStreamLeaksNothing) {
   }
 }
 
-TEST_P(Net, AThousandConcurrentEchoClientsByteExact) {
+TEST_P(NetSoak, AThousandConcurrentEchoClientsByteExact) {
   nofile_limit limit(4096);
   if (!limit.enough()) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below 4096";
   const int kCount = 1000;
@@ -607,5 +611,6 @@ TEST_P(Net, SocketsStayBlocking) {
 }
 
 INSTANTIATE_BACKENDS(Net);
+INSTANTIATE_STORM_BACKENDS(NetSoak, uring::test::all_backends());
 
 }  // namespace

@@ -1,8 +1,7 @@
-// net_util.hpp — helpers shared by the socket tests: an fd count, a byte pattern, and sending / reading a
-// whole stream.
+// net_util.hpp — helpers shared by the socket tests: a byte pattern, and sending / reading a whole stream
+// (the fd count is fd_leak.hpp's, included here).
 #pragma once
 
-#include <dirent.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -12,18 +11,9 @@
 #include <uring/net/tcp_stream.hpp>
 #include <uring/task.hpp>
 
-namespace uring::test {
+#include "fd_leak.hpp"
 
-// The process's open fds, to check that a test leaves none behind.
-inline int open_fd_count() {
-  int n = 0;
-  DIR* d = ::opendir("/proc/self/fd");
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  ::closedir(d);
-  return n - 1;  // the directory's own fd
-}
+namespace uring::test {
 
 // `n` bytes of a pattern that depends on `seed`, so that misplaced bytes show.
 inline std::string pattern(std::size_t n, unsigned seed) {

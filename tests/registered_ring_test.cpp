@@ -74,6 +74,16 @@ TEST(RegisteredRing, SlotsExhaustedFallsBackToThePlainFdAndCounts) {
   }
   EXPECT_EQ(registered, 16);
   EXPECT_EQ(fallbacks, 1);
+  // The 17th says why in its plan, as uring-probe and executor::plan() show it.
+  const uring::executor_plan& plan = executors.back()->plan();
+  EXPECT_FALSE(plan.register_ring_fd);
+  bool said_why = false;
+  for (const auto& note : plan.notes) {
+    said_why = said_why || (note.find("registered ring fd: ") == 0 && note.find("EBUSY") != std::string::npos &&
+                            note.find("16 slots") != std::string::npos && note.find("plain ring fd") != std::string::npos);
+  }
+  EXPECT_TRUE(said_why) << uring::to_string(plan);
+  EXPECT_TRUE(executors.front()->plan().register_ring_fd);
   auto t = []() -> uring::task<int> {
     co_await uring::nop();
     co_return 1;

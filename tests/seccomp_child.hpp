@@ -1,11 +1,13 @@
-// seccomp_child.hpp — run test code in a forked child, optionally with io_uring_setup blocked by seccomp,
-// the way an old kernel, Docker's default profile or kernel.io_uring_disabled would block it.
+// seccomp_child.hpp — run test code in a forked child, optionally with one system call blocked by seccomp:
+// io_uring_setup, the way an old kernel, Docker's default profile or kernel.io_uring_disabled would block
+// it, or io_uring_register, as a sandbox that allows rings but no registrations would.
 //
 // Provides (namespace uring::test):
-//   child_result run_in_child(body)                     fork, run body() in the child, collect the result
-//   child_result run_with_io_uring_blocked(err, body)   the same, with io_uring_setup failing with `err`
-//   int block_io_uring_setup(err)                       install the filter in the calling process
-//   int exec_program(argv)                              execv for use inside a body (returns only on failure)
+//   child_result run_in_child(body)                        fork, run body() in the child, collect the result
+//   child_result run_with_syscall_blocked(nr, err, body)   the same, with system call `nr` failing with `err`
+//   child_result run_with_io_uring_blocked(err, body)      ... with io_uring_setup failing with `err`
+//   int block_syscall(nr, err)                             install such a filter in the calling process
+//   int exec_program(argv)                                 execv for use inside a body (returns only on failure)
 // Threads: call from a test's main thread, while no other thread of the test runs.
 //
 // The body runs in the child and its int becomes the child's exit status. It must report through its exit
@@ -137,16 +139,16 @@ inline child_result run_in_child(const std::function<int()>& body,
   return result;
 }
 
-// Installs, in the calling thread (and what it forks or execs later), a seccomp filter that makes
-// io_uring_setup fail with `err` and allows every other system call. Irreversible: call it in a child.
+// Installs, in the calling thread (and what it forks or execs later), a seccomp filter that makes system
+// call `nr` (__NR_*) fail with `err` and allows every other one. Irreversible: call it in a child.
 // Returns 0, or the errno of the prctl/seccomp call that failed.
-inline int block_io_uring_setup(int err) {
+inline int block_syscall(long nr, int err) {
 #if defined(__x86_64__)
   constexpr std::uint32_t kArch = AUDIT_ARCH_X86_64;
 #elif defined(__aarch64__)
   constexpr std::uint32_t kArch = AUDIT_ARCH_AARCH64;
 #else
-#error "block_io_uring_setup: add this architecture's AUDIT_ARCH_* value"
+#error "block_syscall: add this architecture's AUDIT_ARCH_* value"
 #endif
   sock_filter filter[] = {
       // A system call number means something only for its own architecture (a 32-bit int 0x80 call uses
@@ -155,7 +157,7 @@ inline int block_io_uring_setup(int err) {
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(nr), 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<std::uint32_t>(err) & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
@@ -166,19 +168,25 @@ inline int block_io_uring_setup(int err) {
   return 0;
 }
 
-// run_in_child with io_uring_setup failing with `err` (ENOSYS: no io_uring, as under Docker's default
-// profile; EPERM: io_uring refused) for the whole of `body`.
-inline child_result run_with_io_uring_blocked(int err, const std::function<int()>& body,
-                                              std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+// run_in_child with system call `nr` failing with `err` for the whole of `body`.
+inline child_result run_with_syscall_blocked(long nr, int err, const std::function<int()>& body,
+                                             std::chrono::milliseconds limit = std::chrono::seconds(30)) {
   return run_in_child(
       [&]() -> int {
-        if (int failed = block_io_uring_setup(err)) {
+        if (int failed = block_syscall(nr, err)) {
           std::fprintf(stderr, "installing the seccomp filter failed: %s\n", std::strerror(failed));
           return kChildFilterFailed;
         }
         return body();
       },
       limit);
+}
+
+// run_in_child with io_uring_setup failing with `err` (ENOSYS: no io_uring, as under Docker's default
+// profile; EPERM: io_uring refused) for the whole of `body`.
+inline child_result run_with_io_uring_blocked(int err, const std::function<int()>& body,
+                                              std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  return run_with_syscall_blocked(__NR_io_uring_setup, err, body, limit);
 }
 
 // For a body: replaces the child with `argv[0]` run with `argv` (the environment is inherited, so a body

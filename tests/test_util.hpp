@@ -14,6 +14,8 @@
 
 #include <uring/owned_fd.hpp>
 
+#include "fd_leak.hpp"
+
 namespace uring::test {
 
 // Counts the frames (or fiber stacks) that were destroyed: their locals' destructors ran.

@@ -15,6 +15,7 @@
 
 #include <bitset>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -41,9 +42,20 @@ struct kernel_features {
   bool multishot_accept = false;  // IORING_ACCEPT_MULTISHOT (5.19+)
   bool multishot_recv = false;    // IORING_RECV_MULTISHOT (6.0+)
   bool send_zc = false;           // IORING_OP_SEND_ZC (6.0+)
+  // Why a feature above is off, or the opcode list empty, where the probe learnt more than "this kernel
+  // lacks it": the call that failed, its errno and the usual cause, by the feature's name in to_json
+  // ("opcodes", "registered_ring_fd", "setup_flags", "msg_ring", "send_msg_ring", "msg_ring_flags_pass",
+  // "eventfd_register", "buf_ring", "multishot_accept", "multishot_recv", "send_zc"). A sandbox that
+  // denies io_uring_register, or a small RLIMIT_MEMLOCK, shows up here feature by feature.
+  std::map<std::string, std::string> reasons;
 
   [[nodiscard]] bool supports(unsigned opcode) const noexcept { return opcode < 256 && opcodes.test(opcode); }
   [[nodiscard]] bool has_feature(std::uint32_t feat_bit) const noexcept { return (feature_bits & feat_bit) != 0; }
+  // reasons[feature], or "" when the probe recorded none.
+  [[nodiscard]] std::string reason_for(const std::string& feature) const {
+    auto it = reasons.find(feature);
+    return it == reasons.end() ? std::string() : it->second;
+  }
 };
 
 // Probes the running kernel (a fresh answer each call).
@@ -60,7 +72,8 @@ std::string feature_name(unsigned bit);
 std::string to_string(const kernel_features& f);
 
 // Everything probed as one JSON object on one line: the fields by their names above, `features` and
-// `opcodes` as arrays of the kernel's names, `setup_flags` as an array of flag names.
+// `opcodes` as arrays of the kernel's names, `setup_flags` as an array of flag names, `reasons` as an
+// object of strings.
 std::string to_json(const kernel_features& f);
 // The plan as one JSON object: backend, flags (array of names), register_ring_fd, msg_ring, send_msg_ring,
 // allowed_ops (array of names, empty when unrestricted), notes (array of strings). Declared here rather
