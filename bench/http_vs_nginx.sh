@@ -2,7 +2,7 @@
 # http_vs_nginx.sh [uring-http] — requests/s of `GET /` ("hello\n", keep-alive) from wrk against uring-http
 # --threads 1 (native and emulated) and nginx with one worker (`return 200 "hello\n"`), side by side.
 # The server runs pinned to CPU 0 and wrk to CPU 1 (taskset), the variants interleaved REPS times; prints
-# each run and the median per variant with its ratio to nginx. Needs wrk and nginx (scripts/install-deps).
+# each run (req/s and wrk's p99 latency) and the medians per variant with the ratios to nginx. Needs wrk and nginx (scripts/install-deps).
 # Environment: REPS (default 3), DURATION (wrk -d, default 10s), CONNECTIONS (wrk -c, default 50),
 # NGINX_PORT (default 18089).
 set -euo pipefail
@@ -72,24 +72,33 @@ stop() {
   pid=
 }
 
+# wrk's "1.23ms" / "456.00us" / "1.02s" as microseconds.
+to_us() { awk '{v = $1 + 0; if ($1 ~ /ms$/) v *= 1000; else if ($1 ~ /[0-9]s$/) v *= 1000000; print v}'; }
+
 variants=(nginx uring-native uring-emulated)
-declare -A runs
+declare -A runs p99s
 echo "wrk -t1 -c$connections -d$duration (CPU 1) against each server (CPU 0), $reps interleaved rounds"
 for round in $(seq "$reps"); do
   for v in "${variants[@]}"; do
     start "$v"
-    rps=$(taskset -c 1 wrk -t1 -c"$connections" -d"$duration" "$url" | awk '/Requests\/sec/ {print $2}')
+    out=$(taskset -c 1 wrk -t1 -c"$connections" -d"$duration" --latency "$url")
     stop
+    rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+    p99=$(awk '$1 == "99%" {print $2}' <<<"$out" | to_us)
     runs[$v]="${runs[$v]:-} $rps"
-    echo "round $round  $v  $rps req/s"
+    p99s[$v]="${p99s[$v]:-} $p99"
+    echo "round $round  $v  $rps req/s  p99 ${p99} us"
   done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 base=$(median <<<"${runs[nginx]}")
+base_p99=$(median <<<"${p99s[nginx]}")
 echo
-echo "| server | median req/s | ratio to nginx |"
-echo "|---|---|---|"
+echo "| server | median req/s | ratio to nginx | median p99 (us) | p99 ratio to nginx |"
+echo "|---|---|---|---|---|"
 for v in "${variants[@]}"; do
   m=$(median <<<"${runs[$v]}")
-  printf '| %s | %.0f | %.2fx |\n' "$v" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN {print a / b}')"
+  l=$(median <<<"${p99s[$v]}")
+  printf '| %s | %.0f | %.2fx | %.0f | %.2fx |\n' "$v" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN {print a / b}')" \
+    "$l" "$(awk -v a="$l" -v b="$base_p99" 'BEGIN {print a / b}')"
 done
