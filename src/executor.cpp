@@ -117,7 +117,7 @@ struct executor::impl {
         node->run(node);
       }
     } else if (tag == detail::kRawSendFailedTag) {
-      hub->on_failed(static_cast<std::uint32_t>(c.user_data >> 3), -c.res);
+      hub->on_failed(static_cast<std::uint32_t>(c.user_data >> 3));
     } else if (c.res < 0 && node->target != nullptr) {
       // Our MSG_RING failed (the target's ring refused it): never lose it, take the mailbox road.
       if (!detail::executor_access::try_post(*node->target, *node) && node->discard != nullptr) node->discard(node);
@@ -159,12 +159,7 @@ struct executor::impl {
   int doorbell_fd = -1;
 
   void wake() noexcept {
-    if (doorbell_fd >= 0 && detail::send_msg_ring_from_anywhere(doorbell_fd, detail::kDoorbellTag) == 0) {
-      if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);
-      return;
-    }
-    std::uint64_t one = 1;
-    (void)!::write(wake_fd, &one, sizeof one);
+    if (doorbell_fd < 0 || detail::send_msg_ring_from_anywhere(doorbell_fd, detail::kDoorbellTag) != 0) signal(wake_fd);
     if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);  // a foreign loop may drive us
   }
 

@@ -141,17 +141,13 @@ void message_hub::on_credit(std::uint32_t receiver_key, std::uint32_t n) noexcep
   }
 }
 
-void message_hub::on_failed(std::uint32_t receiver_key, int error) noexcept {
+void message_hub::on_failed(std::uint32_t receiver_key) noexcept {
   auto it = peers_.find(receiver_key);
   if (it == peers_.end()) return;
   peer& p = it->second;
-  if (error == ESHUTDOWN) {
-    p.broken = shutdown_error();
-  } else {
-    ++stats_.messages_failed;
-    if (p.in_flight > 0) --p.in_flight;
-    p.broken = std::make_error_code(std::errc::broken_pipe);
-  }
+  ++stats_.messages_failed;
+  if (p.in_flight > 0) --p.in_flight;
+  p.broken = std::make_error_code(std::errc::broken_pipe);
   fail_waiters(p);
 }
 

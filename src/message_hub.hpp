@@ -41,7 +41,8 @@ class message_hub {
   std::error_code try_send(executor& target, const message& m) noexcept;
   void park_sender(executor& target, message_waiter& w);
   void on_credit(std::uint32_t receiver_key, std::uint32_t n) noexcept;
-  void on_failed(std::uint32_t receiver_key, int error) noexcept;
+  // The kernel refused one of our MSG_RINGs to that receiver (its ring closed): counted, the pair broken.
+  void on_failed(std::uint32_t receiver_key) noexcept;
   void on_closed(std::uint32_t receiver_key, std::uint32_t delivered) noexcept;
 
   // Receiver side.
