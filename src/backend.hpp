@@ -74,6 +74,9 @@ class backend {
   virtual int register_buf_ring(void* ring, unsigned entries, std::uint16_t group) = 0;
   virtual int unregister_buf_ring(std::uint16_t group) = 0;
 
+  // Points `q`'s inline path (op_queue::start_inline) at this ring's submission queue, if it has one.
+  virtual void offer_inline_sq(op_queue& /*q*/) noexcept {}
+
   [[nodiscard]] virtual bool registered_ring() const noexcept = 0;
   [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;

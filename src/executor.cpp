@@ -302,6 +302,7 @@ struct executor::impl {
       // The ring no longer answers: closing it makes the kernel cancel and reap everything it holds.
       std::fprintf(stderr, "uring: executor shutdown could not drain its ring (%s); closing it\n", e.what());
       doorbell_fd = -1;
+      queue.sqes = nullptr;  // no inline path into a closed ring
       backend.reset();
       queue.inflight = 0;
     }
@@ -381,6 +382,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
     }
   }
   if (!impl_->backend) impl_->backend = detail::make_emulated_backend(opts, impl_->stats);
+  impl_->backend->offer_inline_sq(queue_);
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
   impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
   if (impl_->msg_ring_ok && impl_->plan.send_msg_ring) impl_->doorbell_fd = impl_->backend->ring_fd();

@@ -87,6 +87,16 @@ std::uint8_t kernel_opcode(op_code c) {
   return IORING_OP_NOP;
 }
 
+// op_queue::start_inline writes SQEs through sqe_image: it must be the kernel's layout.
+static_assert(sizeof(sqe_image) == sizeof(io_uring_sqe));
+static_assert(offsetof(sqe_image, fd) == offsetof(io_uring_sqe, fd) &&
+              offsetof(sqe_image, off) == offsetof(io_uring_sqe, off) &&
+              offsetof(sqe_image, addr) == offsetof(io_uring_sqe, addr) &&
+              offsetof(sqe_image, len) == offsetof(io_uring_sqe, len) &&
+              offsetof(sqe_image, rw_flags) == offsetof(io_uring_sqe, rw_flags) &&
+              offsetof(sqe_image, user_data) == offsetof(io_uring_sqe, user_data));
+static_assert(IORING_OP_NOP == 0 && IORING_OP_READ == 22 && IORING_OP_WRITE == 23);
+
 class native_backend final : public backend {
  public:
   native_backend(const executor_options& opts, executor_plan& plan, executor_stats& stats) : stats_(stats) {
@@ -279,6 +289,15 @@ class native_backend final : public backend {
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
   }
   int ring_fd() const noexcept override { return ring_.ring_fd; }
+
+  void offer_inline_sq(op_queue& q) noexcept override {
+    q.sqes = ring_.sq.sqes;
+    q.sqe_tail = &ring_.sq.sqe_tail;
+    q.sq_khead = ring_.sq.khead;
+    q.sq_mask = ring_.sq.ring_mask;
+    q.sq_entries = ring_.sq.ring_entries;
+    q.started = stats_.ops.data();
+  }
 
   int register_eventfd(int fd, bool async_only) override {
     return async_only ? io_uring_register_eventfd_async(&ring_, fd) : io_uring_register_eventfd(&ring_, fd);

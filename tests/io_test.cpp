@@ -7,6 +7,8 @@
 #include <system_error>
 #include <vector>
 
+#include <unistd.h>
+
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
@@ -213,6 +215,37 @@ TEST_P(Io, WaitersOnOneFdEachGetOneWrite) {
   ASSERT_EQ(order.size(), 4u);
   EXPECT_TRUE(order == "a1b2" || order == "b1a2") << order;
   if (emulated()) EXPECT_EQ(order, "a1b2");
+}
+
+// Plain operations go straight into the ring's SQ (op_queue::start_inline), stoppable ones through the
+// turn's list: however they mix, the kernel must see them in the order they were awaited, and each must
+// be counted as started.
+TEST_P(Io, PlainAndStoppableOperationsReachTheKernelInAwaitOrder) {
+  for (const char* pattern : {"PSPS", "SPSP", "PPSS", "SSPP"}) {
+    pipe_pair p;
+    std::stop_source never;
+    uring::executor ex(options());
+    ex.run([&]() -> task<void> {
+      int done = 0;
+      auto writer = [](int fd, char c, bool stoppable, std::stop_token tok, int& count) -> task<void> {
+        const char buf[1] = {c};
+        if (stoppable) {
+          co_await uring::with_stop_token(uring::write(fd, std::string_view(buf, 1)), tok);
+        } else {
+          co_await uring::write(fd, std::string_view(buf, 1));
+        }
+        ++count;
+      };
+      for (int i = 0; i < 4; ++i) {
+        uring::spawn(writer(p.write_end.get(), static_cast<char>('a' + i), pattern[i] == 'S', never.get_token(), done));
+      }
+      while (done < 4) co_await uring::nop();
+    }());
+    char got[8] = {};
+    ASSERT_EQ(::read(p.read_end.get(), got, sizeof got), 4);
+    EXPECT_EQ(std::string(got, 4), "abcd") << pattern;
+    EXPECT_EQ(ex.stats().started(uring::op_kind::write), 4u) << pattern;
+  }
 }
 
 INSTANTIATE_BACKENDS(Io);

@@ -189,10 +189,19 @@ struct executor_access {
   // turn's end without reaching the kernel, through the same path as any completion.
   static void submit(executor& ex, operation& op) {
     if (ex.queue_.closed) [[unlikely]] refuse_while_closed();
-    ex.queue_.push(op);
-    if ((ex.queue_.refused >> static_cast<unsigned>(op.request.code)) & 1u) [[unlikely]] {
-      op.state = op_state::refused;
-    }
+    enqueue(ex.queue_, op);
+  }
+  // As submit, for an operation that nothing can cancel before the kernel has it (no stop token): a nop,
+  // read or write goes straight into the ring's SQ where the backend offers that (op_queue::start_inline).
+  // An operation that can be stopped takes the list, so that a stop in the same turn keeps it from the
+  // kernel altogether.
+  static void submit_uncancellable(executor& ex, operation& op) {
+    if (ex.queue_.closed) [[unlikely]] refuse_while_closed();
+    if (!ex.queue_.start_inline(op)) enqueue(ex.queue_, op);
+  }
+  static void enqueue(op_queue& q, operation& op) noexcept {
+    q.push(op);
+    if ((q.refused >> static_cast<unsigned>(op.request.code)) & 1u) [[unlikely]] op.state = op_state::refused;
   }
   // Throws std::system_error(err) for the operation `name` of kind `code`; an EACCES for a kind the
   // running executor's allowlist refuses says so, instead of a bare "Permission denied".

@@ -112,9 +112,9 @@ class [[nodiscard]] io_awaitable : private operation {
     }
     executor& ex = executor_access::current(name_);
     waiter = h;
-    // The common case (no stop token, no time, no owned data) is two stores and a link: keep it inline.
+    // The common case (no stop token, no time, no owned data) goes straight into the SQ: keep it inline.
     if (!std::is_same_v<Payload, no_payload> || token_.stop_possible()) [[unlikely]] return start_special(ex);
-    executor_access::submit(ex, *this);
+    executor_access::submit_uncancellable(ex, *this);
     return true;
   }
 
