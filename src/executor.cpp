@@ -1,5 +1,6 @@
 // executor.cpp — the run loop, spawned-frame ownership and the shutdown that keeps frames safe.
 #include "uring/executor.hpp"
+#include "uring/executor_handle.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -126,6 +127,7 @@ struct executor::impl {
 
   bool msg_ring_ok = false;  // native and planned for MSG_RING: hand-offs to other such executors use it
   bool raw_ring_ok = false;  // ... and the kernel passes CQE flags: raw messages go by MSG_RING too
+  int ring_fd = -1;          // the backend's ring_fd(), read once: senders use it per message
   std::unique_ptr<detail::message_hub> hub;
 
   void on_raw_cqe(const detail::completion& c) noexcept {
@@ -385,7 +387,8 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->backend->offer_inline_sq(queue_);
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
   impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
-  if (impl_->msg_ring_ok && impl_->plan.send_msg_ring) impl_->doorbell_fd = impl_->backend->ring_fd();
+  impl_->ring_fd = impl_->backend->ring_fd();
+  if (impl_->msg_ring_ok && impl_->plan.send_msg_ring) impl_->doorbell_fd = impl_->ring_fd;
   impl_->hub = std::make_unique<detail::message_hub>(*this, impl_->stats, opts.message_window);
 }
 
@@ -407,7 +410,12 @@ executor::~executor() {
   impl_->backend.reset();  // the ring's exit drops its eventfd registration
   ::close(impl_->wake_fd);
   if (int n = impl_->notify_fd.load(std::memory_order_relaxed); n >= 0) ::close(n);
+  // Last: a handle's post or send that found us in the registry holds its lock while it looks at us,
+  // so leaving waits for it, and none can start once the members below are being destroyed.
+  impl_->hub->leave_registry();
 }
+
+executor_handle executor::handle() const noexcept { return executor_handle(impl_->hub->id()); }
 
 void executor::stop() noexcept {
   impl_->stop_requested.store(true, std::memory_order_seq_cst);
@@ -655,7 +663,7 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
     }
     // Everything read of the target comes before the release: once the message lands, the target may
     // finish and be destroyed (TSan saw this read race with ~executor when it came after).
-    const int dest_fd = dest.backend->ring_fd();
+    const int dest_fd = dest.ring_fd;
     annotate_release(&node);
     from->impl_->backend->send_message(dest_fd, reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
                                        reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);
@@ -707,6 +715,10 @@ void executor_access::eventfd_enable(executor& ex, std::uint64_t id, bool on) {
 
 detail::message_hub& executor_access::hub(executor& ex) noexcept { return *ex.impl_->hub; }
 
+bool executor_access::accepts_posts(executor& ex) noexcept {
+  return !ex.impl_->refusing_messages.load(std::memory_order_acquire);
+}
+
 namespace {
 // A raw message through the target's mailbox (no MSG_RING between the two executors).
 struct raw_node final : remote_node {
@@ -729,7 +741,7 @@ bool executor_access::raw_send(executor& from, executor& to, const message& m) n
   auto& dest = *to.impl_;
   if (src.raw_ring_ok && dest.raw_ring_ok && src.backend && !src.queue.closed) {
     if (dest.refusing_messages.load(std::memory_order_acquire)) return false;
-    src.backend->send_raw(dest.backend->ring_fd(), m.value, m.data, src.hub->cqe_flags(),
+    src.backend->send_raw(dest.ring_fd, m.value, m.data, src.hub->cqe_flags(),
                           (std::uint64_t{dest.hub->key()} << 3) | kRawSendFailedTag);
   } else {
     auto* node = new (std::nothrow) raw_node(m, src.hub->key());

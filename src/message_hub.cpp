@@ -14,49 +14,67 @@ namespace {
 // Live executors by key (an index into `slots`), so that credits travel by number and a credit for an
 // executor that is gone is dropped instead of touching freed memory. Keys are reused only after 65536
 // others were handed out since (a FIFO of free keys), so a late credit cannot reach a newcomer in practice.
+// Each join also takes a generation number that is never reused: an executor_handle names key and
+// generation, so a handle to an executor that is gone names nothing, even once its key is reused.
 class registry {
  public:
   static registry& instance() {
     static registry r;
     return r;
   }
-  std::uint32_t join(executor& ex) {
+  // The executor's id: its key in the low 16 bits, its generation above.
+  std::uint64_t join(executor& ex) {
     std::lock_guard lock(mutex_);
     std::uint32_t key;
     if (slots_.size() < kMaxKeys) {
       key = static_cast<std::uint32_t>(slots_.size());
-      slots_.push_back(&ex);
+      slots_.emplace_back();
     } else if (!free_.empty()) {
       key = free_.front();
       free_.erase(free_.begin());
-      slots_[key] = &ex;
     } else {
       throw std::length_error("uring: more than 65536 executors alive at once");
     }
-    return key;
+    slots_[key] = slot{&ex, next_generation_++};
+    return (slots_[key].generation << kKeyBits) | key;
   }
   void leave(std::uint32_t key) noexcept {
     std::lock_guard lock(mutex_);
-    slots_[key] = nullptr;
+    slots_[key] = slot{};
     free_.push_back(key);
   }
-  // Runs fn(executor&) under the lock if `key` names a live executor.
+  // Runs fn(executor&) under the lock if `key` names a live executor. The lock keeps that executor from
+  // leaving (its destructor leaves before it frees anything fn may touch) until fn returns.
   template <class F>
   bool with(std::uint32_t key, F&& fn) {
     std::lock_guard lock(mutex_);
-    if (key >= slots_.size() || slots_[key] == nullptr) return false;
-    fn(*slots_[key]);
+    if (key >= slots_.size() || slots_[key].ex == nullptr) return false;
+    fn(*slots_[key].ex);
+    return true;
+  }
+  // The same for a full id: the generation must match too.
+  template <class F>
+  bool with_id(std::uint64_t id, F&& fn) {
+    const auto key = static_cast<std::uint32_t>(id & (kMaxKeys - 1));
+    std::lock_guard lock(mutex_);
+    if (key >= slots_.size() || slots_[key].ex == nullptr || slots_[key].generation != id >> kKeyBits) return false;
+    fn(*slots_[key].ex);
     return true;
   }
 
  private:
-  static constexpr std::size_t kMaxKeys = 1u << 16;
+  static constexpr unsigned kKeyBits = 16;
+  static constexpr std::size_t kMaxKeys = std::size_t{1} << kKeyBits;
+  struct slot {
+    executor* ex = nullptr;
+    std::uint64_t generation = 0;
+  };
   std::mutex mutex_;
-  std::vector<executor*> slots_;
+  std::vector<slot> slots_;
   std::vector<std::uint32_t> free_;
+  std::uint64_t next_generation_ = 1;  // 48 bits of it go into an id: never exhausted in practice
 };
 
-// Credits, or the news that a receiver closed with how many messages it took, on their way to a sender.
 struct credit_node final : remote_node {
   credit_node(std::uint32_t receiver, std::uint32_t count, bool is_closed)
       : receiver_key(receiver), n(count), closed(is_closed) {
@@ -85,15 +103,26 @@ std::error_code shutdown_error() noexcept { return {ESHUTDOWN, std::system_categ
 }  // namespace
 
 message_hub::message_hub(executor& self, executor_stats& stats, unsigned window)
-    : self_(self), stats_(stats), window_(std::max(window, 2u)), key_(registry::instance().join(self)) {}
+    : self_(self),
+      stats_(stats),
+      window_(std::max(window, 2u)),
+      id_(registry::instance().join(self)),
+      key_(static_cast<std::uint32_t>(id_ & 0xffff)) {}
 
-message_hub::~message_hub() { registry::instance().leave(key_); }
+message_hub::~message_hub() { leave_registry(); }
+
+void message_hub::leave_registry() noexcept {
+  if (left_) return;
+  left_ = true;
+  registry::instance().leave(key_);
+}
 
 message_hub::peer& message_hub::peer_for(executor& target) {
   if (&target == last_target_) return *last_peer_;
   const std::uint32_t k = executor_access::hub(target).key();
   peer& p = peers_[k];
   p.target = &target;
+  p.window = executor_access::hub(target).window();
   last_target_ = &target;
   last_peer_ = &p;
   return p;
@@ -102,7 +131,7 @@ message_hub::peer& message_hub::peer_for(executor& target) {
 std::error_code message_hub::try_send(executor& target, const message& m) noexcept {
   peer& p = peer_for(target);
   if (p.broken) return p.broken;
-  if (p.head != nullptr || p.in_flight >= executor_access::hub(target).window()) {
+  if (p.head != nullptr || p.in_flight >= p.window) {
     return std::make_error_code(std::errc::resource_unavailable_try_again);
   }
   if (!executor_access::raw_send(self_, target, m)) return shutdown_error();
@@ -126,9 +155,8 @@ void message_hub::on_credit(std::uint32_t receiver_key, std::uint32_t n) noexcep
   if (it == peers_.end()) return;
   peer& p = it->second;
   p.in_flight -= std::min(p.in_flight, n);
-  const unsigned window = executor_access::hub(*p.target).window();
   // Blocked senders go in the order they blocked; each resumes after its own message left.
-  while (p.head != nullptr && !p.broken && p.in_flight < window) {
+  while (p.head != nullptr && !p.broken && p.in_flight < p.window) {
     message_waiter& w = *p.head;
     p.head = w.next;
     if (p.head == nullptr) p.tail = nullptr;
@@ -274,6 +302,36 @@ void throw_message_error(std::error_code e, const char* what) {
                     : e == std::errc::broken_pipe ? ": an earlier message to this executor was refused by the kernel"
                                                   : "";
   throw std::system_error(e, std::string(what) + why);
+}
+
+// --- executor_handle (uring/executor_handle.hpp) -------------------------------------------------------
+
+bool handle_alive(std::uint64_t id) noexcept {
+  bool accepting = false;
+  registry::instance().with_id(id, [&](executor& ex) { accepting = executor_access::accepts_posts(ex); });
+  return accepting;
+}
+
+bool post_to_handle(std::uint64_t id, remote_node& node) noexcept {
+  bool posted = false;
+  registry::instance().with_id(id, [&](executor& ex) {
+    node.target = &ex;
+    posted = executor_access::try_post(ex, node);
+  });
+  return posted;
+}
+
+std::error_code try_send_to_handle(std::uint64_t id, const message& m) noexcept {
+  executor* from = running_executor();
+  if (from == nullptr) return std::make_error_code(std::errc::operation_not_permitted);
+  std::error_code e = shutdown_error();
+  registry::instance().with_id(id, [&](executor& to) { e = executor_access::hub(*from).try_send(to, m); });
+  return e;
+}
+
+bool park_sender_at_handle(std::uint64_t id, message_waiter& w) {
+  message_hub& from = executor_access::hub(executor_access::current("uring::send"));
+  return registry::instance().with_id(id, [&](executor& to) { from.park_sender(to, w); });
 }
 
 }  // namespace uring::detail

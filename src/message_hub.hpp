@@ -34,6 +34,11 @@ class message_hub {
 
   // This executor's name in the registry: 16 bits, never reused while it lives.
   [[nodiscard]] std::uint32_t key() const noexcept { return key_; }
+  // key() plus a generation never reused: what an executor_handle holds.
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  // Leaves the registry (idempotent): from then on handles, credits and hand-offs by key no longer find
+  // this executor. Its destructor calls it before anything they could touch is freed.
+  void leave_registry() noexcept;
   [[nodiscard]] std::uint32_t cqe_flags() const noexcept { return kRawMessageFlag | (key_ << 16); }
   [[nodiscard]] unsigned window() const noexcept { return window_; }
 
@@ -63,6 +68,7 @@ class message_hub {
  private:
   struct peer {
     executor* target = nullptr;
+    unsigned window = 0;  // the target's message_window (immutable): no call into it per send
     std::uint32_t in_flight = 0;
     message_waiter* head = nullptr;  // blocked senders, oldest first
     message_waiter* tail = nullptr;
@@ -81,7 +87,9 @@ class message_hub {
   executor& self_;
   executor_stats& stats_;
   const unsigned window_;
+  const std::uint64_t id_;
   const std::uint32_t key_;
+  bool left_ = false;
   std::unordered_map<std::uint32_t, peer> peers_;  // by target key (references stay valid)
   executor* last_target_ = nullptr;               // a stream sends to one target: skip the lookup
   peer* last_peer_ = nullptr;

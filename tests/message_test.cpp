@@ -15,6 +15,7 @@
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
+#include "message_util.hpp"
 #include "signal_storm.hpp"
 #include "test_util.hpp"
 
@@ -181,26 +182,9 @@ TEST_P(Messages, TargetStoppedMidStream) {
   executor_group group(1, with_window(16));
   executor& b = group.at(0);
   std::atomic<long> received{0};
-  uring::spawn(b, [](std::atomic<long>& n) -> task<void> {
-    inbox in(*executor::current());
-    for (;;) {
-      (void)co_await in.receive();
-      if (n.fetch_add(1) + 1 == 1000) executor::current()->stop();  // stop after 1000, mid-stream
-    }
-  }(received));
+  uring::spawn(b, uring::test::receive_then_stop(received, 1000));  // stops mid-stream
   executor a(options());
-  long sent = a.run([](executor& b) -> task<long> {
-    long ok = 0;
-    try {
-      for (;;) {
-        co_await uring::send(b, 1, static_cast<std::uint64_t>(ok));
-        ++ok;
-      }
-    } catch (const std::system_error& e) {
-      EXPECT_TRUE(e.code().value() == ESHUTDOWN || e.code().value() == EPIPE) << e.what();
-    }
-    co_return ok;
-  }(b));
+  long sent = a.run(uring::test::send_until_refused(&b));
   group.join();
   // Reaps what came meanwhile: a refusal of the kernel, and the target's settlement (how many arrived).
   a.run([]() -> task<void> { co_await uring::nop(); }());

@@ -59,6 +59,7 @@ struct executor_stats {
 };
 
 class executor;
+class executor_handle;
 class eventfd_registration;
 struct message;
 namespace detail {
@@ -142,6 +143,10 @@ class executor {
   // accepts work (it is being destroyed, or its executor_group has stopped): nothing is lost silently.
   template <class F>
   void post(F&& fn);
+
+  // A name for this executor that stays safe to use after it is gone (posts and messages through it then
+  // fail with ESHUTDOWN). Any thread. Declared here, usable with <uring/executor_handle.hpp>.
+  [[nodiscard]] executor_handle handle() const noexcept;
 
   // Asks the loop to shut down at the end of its current turn, or the next run() to shut down at once.
   // Any thread may call it (it wakes a sleeping loop); the executor must outlive the call.
@@ -253,6 +258,8 @@ struct executor_access {
   // Whether this executor sends zero-copy (op_code::send_zc) or falls back to send.
   static bool zero_copy_send(const executor& ex) noexcept;
   static bool raw_send(executor& from, executor& to, const message& m) noexcept;
+  // False once the executor refuses posts (being destroyed, or its group stopped it).
+  static bool accepts_posts(executor& ex) noexcept;
 };
 }  // namespace detail
 

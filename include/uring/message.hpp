@@ -61,6 +61,7 @@ class [[nodiscard]] send_awaitable {
   send_awaitable(executor& target, message m) noexcept : target_(target) { waiter_.msg = m; }
   bool await_ready() {
     std::error_code e = try_send_message(target_, waiter_.msg);
+    if (!e) [[likely]] return true;  // sent (comparing with an errc would cost two virtual calls per send)
     if (e == std::errc::resource_unavailable_try_again) return false;
     if (e) throw_message_error(e, "uring::send");
     return true;

@@ -31,7 +31,7 @@ namespace detail {
 
 class [[nodiscard]] resume_on_awaitable : private remote_node {
  public:
-  explicit resume_on_awaitable(executor& target) noexcept : target_(target) {
+  explicit resume_on_awaitable(executor& to) noexcept : target_(to) {
     run = [](remote_node* n) noexcept { static_cast<resume_on_awaitable*>(n)->waiter_.resume(); };
     discard = [](remote_node*) noexcept {};  // a shutting-down target must not resume it; its owner frees it
   }

@@ -10,6 +10,7 @@
 #include "uring/eventfd.hpp"
 #include "uring/executor.hpp"
 #include "uring/executor_group.hpp"
+#include "uring/executor_handle.hpp"
 #include "uring/message.hpp"
 #include "uring/owned_fd.hpp"
 #include "uring/file.hpp"

@@ -28,8 +28,8 @@ class [[nodiscard]] owner_call : private remote_node {
   using result_type = std::invoke_result_t<F&>;
 
   // A null target runs `fn` inline, wherever it is awaited.
-  owner_call(executor* target, F fn) noexcept(std::is_nothrow_move_constructible_v<F>)
-      : target_(target), fn_(std::move(fn)) {}
+  owner_call(executor* to, F fn) noexcept(std::is_nothrow_move_constructible_v<F>)
+      : target_(to), fn_(std::move(fn)) {}
   owner_call(owner_call&&) = default;  // only until awaited
 
   bool await_ready() {

@@ -1,0 +1,102 @@
+// uring/executor_handle.hpp — a name for an executor that stays safe to use after the executor is gone.
+//
+// Provides: uring::executor_handle (from executor::handle()), uring::send / uring::try_send to a handle.
+// Threads: any thread may copy, compare and use a handle at any time, also after its executor was
+// destroyed. send/try_send come from code running on an executor, as for an executor&.
+//
+// An executor& must not outlive its executor; a handle may. It holds the executor's key in the process's
+// registry of live executors plus a generation number that is never reused, so a handle to an executor
+// that was destroyed names nothing, even after a new executor took over the key. Every use looks the
+// executor up under the registry's lock (one mutex, uncontended in practice), which also keeps it from
+// finishing its destruction while a post or message is being handed over. So nothing is lost silently:
+// a post or send either reaches a live executor (which runs or delivers it, as through an executor&) or
+// fails with ESHUTDOWN, whichever thread destroys the executor and whenever.
+// Cost: the lookup (~20-40 ns) per post or send; code that knows its target outlives it (an
+// executor_group's members) can keep using executor& on the hot path.
+#pragma once
+
+#include <cerrno>
+#include <coroutine>
+#include <cstdint>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "uring/executor.hpp"
+#include "uring/message.hpp"
+
+namespace uring {
+
+namespace detail {
+// Out of line (src/message_hub.cpp), each under the registry's lock.
+bool handle_alive(std::uint64_t id) noexcept;
+// Hands `node` to the executor `id` names; false (nothing posted) if it is gone or refuses posts.
+bool post_to_handle(std::uint64_t id, remote_node& node) noexcept;
+// As try_send_message, with ESHUTDOWN for an executor that is gone.
+std::error_code try_send_to_handle(std::uint64_t id, const message& m) noexcept;
+// As park_sender; false (nothing parked) if the executor is gone.
+bool park_sender_at_handle(std::uint64_t id, message_waiter& w);
+
+class [[nodiscard]] handle_send_awaitable {
+ public:
+  handle_send_awaitable(std::uint64_t id, message m) noexcept : id_(id) { waiter_.msg = m; }
+  bool await_ready() {
+    std::error_code e = try_send_to_handle(id_, waiter_.msg);
+    if (!e) [[likely]] return true;
+    if (e == std::errc::resource_unavailable_try_again) return false;
+    throw_message_error(e, "uring::send");
+  }
+  bool await_suspend(std::coroutine_handle<> h) {
+    waiter_.handle = h;
+    if (park_sender_at_handle(id_, waiter_)) return true;
+    waiter_.error = std::error_code(ESHUTDOWN, std::system_category());  // gone since await_ready
+    return false;
+  }
+  void await_resume() const {
+    if (waiter_.error) throw_message_error(waiter_.error, "uring::send");
+  }
+
+ private:
+  std::uint64_t id_;
+  message_waiter waiter_;
+};
+}  // namespace detail
+
+class executor_handle {
+ public:
+  executor_handle() noexcept = default;  // names no executor: every use fails with ESHUTDOWN
+
+  // True while the executor exists and accepts work. A snapshot: it may stop right after.
+  [[nodiscard]] bool alive() const noexcept { return detail::handle_alive(id_); }
+
+  // Runs fn() on the executor's thread, as executor::post. Throws std::system_error(ESHUTDOWN) if the
+  // executor is gone or no longer accepts work; fn is then destroyed without running.
+  template <class F>
+  void post(F&& fn) const {
+    auto* node = new detail::posted_fn<std::decay_t<F>>(std::forward<F>(fn));
+    if (!detail::post_to_handle(id_, *node)) {
+      delete node;
+      throw std::system_error(ESHUTDOWN, std::system_category(),
+                              "executor_handle::post: the executor is gone or no longer accepts work");
+    }
+  }
+
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  friend bool operator==(const executor_handle&, const executor_handle&) = default;
+
+ private:
+  friend class executor;
+  explicit executor_handle(std::uint64_t id) noexcept : id_(id) {}
+  std::uint64_t id_ = 0;
+};
+
+// uring::send / try_send (uring/message.hpp) to the executor a handle names: the same order, window and
+// errors, plus ESHUTDOWN once that executor is gone.
+inline detail::handle_send_awaitable send(const executor_handle& target, std::int32_t value, std::uint64_t data) noexcept {
+  return {target.id(), message{value, data}};
+}
+inline std::error_code try_send(const executor_handle& target, std::int32_t value, std::uint64_t data) noexcept {
+  return detail::try_send_to_handle(target.id(), message{value, data});
+}
+
+}  // namespace uring
