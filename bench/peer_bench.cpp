@@ -143,6 +143,7 @@ class spsc_transport {
       spin_guard guard("spsc_spin send");
       for (std::uint64_t i = 0; i < k; ++i) {
         while (!out_->try_push(first + i)) guard.tick();
+        guard.progress();
       }
     }
     std::uint64_t receive(bool block) {
@@ -202,7 +203,9 @@ void exchange(Endpoint& me, std::uint64_t to_send, std::uint64_t to_receive, std
       my_count.store(got, std::memory_order_release);
     } else if (!can_send && sent < to_send) {
       guard.tick();  // waiting for room; the receiver is not sending to us
+      continue;
     }
+    guard.progress();
   }
 }
 

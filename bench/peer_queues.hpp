@@ -28,28 +28,34 @@
 namespace uring::bench {
 
 // Bounds a spin loop: a benchmark whose other side stopped answering aborts with a message after
-// `limit` instead of hanging the whole run. Every 64th idle spin also yields the CPU: on a core of its
-// own that returns at once, but where the two spinning threads share one core (a loaded 2-core machine)
-// a pure spinner would burn its whole time slice waiting for the peer it keeps off that core.
+// `limit` without progress instead of hanging the whole run. Every 64th idle spin also yields the CPU: on
+// a core of its own that returns at once, but where the two spinning threads share one core (a loaded
+// 2-core machine) a pure spinner would burn its whole time slice waiting for the peer it keeps off that core.
 class spin_guard {
  public:
   explicit spin_guard(const char* what, std::chrono::seconds limit = std::chrono::seconds(60))
-      : what_(what), deadline_(std::chrono::steady_clock::now() + limit) {}
-  // Call once per idle spin.
+      : what_(what), limit_(limit) {}
+  // Call once per idle spin. The clock is read only every 4096 idle spins in a row.
   void tick() {
-    ++spins_;
-    if ((spins_ & 63) == 0) std::this_thread::yield();
-    if ((spins_ & 0xfff) != 0) return;
-    if (std::chrono::steady_clock::now() > deadline_) {
+    ++idle_;
+    if ((idle_ & 63) == 0) std::this_thread::yield();
+    if ((idle_ & 0xfff) != 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (idle_ == 0x1000) {
+      deadline_ = now + limit_;  // armed at the first check after progress
+    } else if (now > deadline_) {
       std::fprintf(stderr, "uring-bench: %s made no progress for too long; aborting\n", what_);
       std::abort();
     }
   }
+  // Call when the loop got something done.
+  void progress() { idle_ = 0; }
 
  private:
   const char* what_;
-  std::chrono::steady_clock::time_point deadline_;
-  std::uint64_t spins_ = 0;
+  std::chrono::seconds limit_;
+  std::chrono::steady_clock::time_point deadline_{};
+  std::uint64_t idle_ = 0;
 };
 
 // Many producers, one consumer: a vector under a mutex, and an eventfd that a producer writes only when
