@@ -73,26 +73,29 @@ uring::task<void> submit(uring::executor& away, std::uint64_t n, std::latch& don
 }
 
 void send_pingpong(benchmark::State& state, run_mode m) {
-  measure_pair(state, m, 2, 1, [](executor_pair& p, std::uint64_t n, std::latch& done, std::atomic<bool>& ok) {
-    uring::spawn(p.at(1), echo(p.at(0), n, ok, done));
-    uring::spawn(p.at(0), ping(p.at(1), n, ok, done));
-  });
+  measure_pair(state, m, 2, 1,
+               [](executor_pair& p, std::uint64_t n, std::latch& done, std::atomic<bool>& ok) {
+                 uring::spawn(p.at(1), echo(p.at(0), n, ok, done));
+                 uring::spawn(p.at(0), ping(p.at(1), n, ok, done));
+               });
 }
 
 void send_stream(benchmark::State& state, run_mode m) {
-  measure_pair(state, m, 2, 1, [](executor_pair& p, std::uint64_t n, std::latch& done, std::atomic<bool>& ok) {
-    uring::spawn(p.at(1), receive_n(n, ok, done));
-    uring::spawn(p.at(0), send_n(p.at(1), n, done));
-  });
+  measure_pair(state, m, 2, 1,
+               [](executor_pair& p, std::uint64_t n, std::latch& done, std::atomic<bool>& ok) {
+                 uring::spawn(p.at(1), receive_n(n, ok, done));
+                 uring::spawn(p.at(0), send_n(p.at(1), n, done));
+               });
 }
 
 void send_bidir(benchmark::State& state, run_mode m) {
-  measure_pair(state, m, 4, 2, [](executor_pair& p, std::uint64_t n, std::latch& done, std::atomic<bool>& ok) {
-    uring::spawn(p.at(1), receive_n(n, ok, done));
-    uring::spawn(p.at(0), receive_n(n, ok, done));
-    uring::spawn(p.at(0), send_n(p.at(1), n, done));
-    uring::spawn(p.at(1), send_n(p.at(0), n, done));
-  });
+  measure_pair(state, m, 4, 2,
+               [](executor_pair& p, std::uint64_t n, std::latch& done, std::atomic<bool>& ok) {
+                 uring::spawn(p.at(1), receive_n(n, ok, done));
+                 uring::spawn(p.at(0), receive_n(n, ok, done));
+                 uring::spawn(p.at(0), send_n(p.at(1), n, done));
+                 uring::spawn(p.at(1), send_n(p.at(0), n, done));
+               });
 }
 
 void resume_pingpong(benchmark::State& state, run_mode m) {

@@ -79,13 +79,15 @@ void channel_bench(benchmark::State& state, run_mode m, int pattern) {
 }
 
 const bool registered = [] {
-  const char* names[] = {"pingpong/uring_channel%s/1", "stream/uring_channel%s/64", "bidir/uring_channel%s/64"};
+  const char* names[] = {"pingpong/uring_channel%s/1", "stream/uring_channel%s/64",
+                         "bidir/uring_channel%s/64"};
   for (run_mode m : {run_mode::native, run_mode::defer, run_mode::emulated, run_mode::busy}) {
     for (int pattern = 0; pattern < 3; ++pattern) {
       char name[64];
       std::snprintf(name, sizeof name, names[pattern], uring::bench::mode_suffix(m));
-      benchmark::RegisterBenchmark(name, [m, pattern](benchmark::State& st) { channel_bench(st, m, pattern); })
-          ->UseRealTime();
+      benchmark::RegisterBenchmark(name, [m, pattern](benchmark::State& st) {
+        channel_bench(st, m, pattern);
+      })->UseRealTime();
     }
   }
   return true;

@@ -9,10 +9,14 @@ namespace uring::bench {
 
 const char* mode_suffix(run_mode m) {
   switch (m) {
-    case run_mode::native: return "";
-    case run_mode::defer: return "_defer";
-    case run_mode::emulated: return "_emulated";
-    case run_mode::busy: return "_busy";
+    case run_mode::native:
+      return "";
+    case run_mode::defer:
+      return "_defer";
+    case run_mode::emulated:
+      return "_emulated";
+    case run_mode::busy:
+      return "_busy";
   }
   return "?";
 }

@@ -168,7 +168,9 @@ class spsc_transport {
     bool ok_ = true;
   };
 
-  spsc_transport() : rings_{uring::bench::spsc_ring<std::uint64_t>(kWindow), uring::bench::spsc_ring<std::uint64_t>(kWindow)} {
+  spsc_transport()
+      : rings_{uring::bench::spsc_ring<std::uint64_t>(kWindow),
+               uring::bench::spsc_ring<std::uint64_t>(kWindow)} {
     ends_[0].in_ = ends_[1].out_ = &rings_[0];
     ends_[1].in_ = ends_[0].out_ = &rings_[1];
   }
@@ -183,8 +185,8 @@ class spsc_transport {
 // unreceived. It blocks for incoming messages only when it has nothing to send (done, or no room); the
 // peer then owes it messages or room, and room comes from its own receiving.
 template <class Endpoint>
-void exchange(Endpoint& me, std::uint64_t to_send, std::uint64_t to_receive, std::atomic<std::uint64_t>& my_count,
-              const std::atomic<std::uint64_t>& peer_count) {
+void exchange(Endpoint& me, std::uint64_t to_send, std::uint64_t to_receive,
+              std::atomic<std::uint64_t>& my_count, const std::atomic<std::uint64_t>& peer_count) {
   std::uint64_t sent = 0, got = 0;
   spin_guard guard("exchange");
   while (sent < to_send || got < to_receive) {
@@ -246,7 +248,8 @@ void BM_peer(benchmark::State& state, pattern p) {
 // thread once it has everything it expects.
 struct asio_side {
   boost::asio::io_context io;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard{io.get_executor()};
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard{
+      io.get_executor()};
   int pending = 0;  // final receives and final credits still expected (this side's thread)
   void settle() {
     if (--pending == 0) guard.reset();
