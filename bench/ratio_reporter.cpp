@@ -36,7 +36,7 @@ void ratio_reporter::Finalize() {
     auto num = [](const std::string& s) { return std::atol(s.c_str()); };
     return std::make_tuple(a.group, num(a.arg), a.variant) < std::make_tuple(b.group, num(b.arg), b.variant);
   });
-  std::printf("\n%-10s %-22s %-6s %14s %8s\n", "group", "variant", "arg", "M items/s", "ratio");
+  std::printf("\n%-10s %-26s %-6s %14s %8s\n", "group", "variant", "arg", "M items/s", "ratio");
   for (const figure& f : figures_) {
     double base = 0;
     auto b = baselines_.find(f.group);
@@ -45,7 +45,7 @@ void ratio_reporter::Finalize() {
         base = g.items_per_second;
       }
     }
-    std::printf("%-10s %-22s %-6s %14.3f", f.group.c_str(), f.variant.c_str(), f.arg.c_str(), f.items_per_second / 1e6);
+    std::printf("%-10s %-26s %-6s %14.3f", f.group.c_str(), f.variant.c_str(), f.arg.c_str(), f.items_per_second / 1e6);
     if (base > 0) {
       std::printf(" %7.2fx\n", f.items_per_second / base);
     } else {
