@@ -3,20 +3,18 @@
 // Provides: uring::bench::run_mode, executor_pair, mode_suffix.
 // Threads: construct and destroy a pair on one thread; at() from any thread (spawn onto it from anywhere).
 //
-// native, defer and emulated run each executor in an executor_group worker (run(), sleeping in the
-// kernel when idle); busy drives each native executor from its own thread with poll() in a loop, never
-// sleeping (yielding every 64th idle poll), which is what a busy-polling application would do with our
-// public API.
+// Each executor runs in an executor_group worker (run()). native, defer and emulated sleep in the kernel
+// when idle; busy is native with executor_options::busy_poll (kBusyPollWindow): an idle loop spins on its
+// CQ and mailbox before it parks.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
-#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <latch>
 #include <memory>
-#include <thread>
 
 #include <uring/executor.hpp>
 #include <uring/executor_group.hpp>
@@ -24,6 +22,7 @@
 namespace uring::bench {
 
 enum class run_mode { native, defer, emulated, busy };
+inline constexpr std::chrono::microseconds kBusyPollWindow{200};
 
 // "" for native, else "_defer", "_emulated", "_busy": appended to a benchmark's variant name.
 const char* mode_suffix(run_mode m);
@@ -38,13 +37,7 @@ class executor_pair {
   executor& at(int i);
 
  private:
-  void spin(int i);
-
-  std::unique_ptr<executor_group> group_;  // every mode but busy
-  std::array<std::thread, 2> spinners_;    // busy
-  std::array<std::atomic<executor*>, 2> spun_{};
-  std::atomic<int> phase_{0};   // busy: 0 poll, 1 stop polling
-  std::atomic<int> parked_{0};  // busy: threads past each step of shutting down
+  std::unique_ptr<executor_group> group_;
 };
 
 // Runs one batch of state.max_iterations on a fresh pair: start(pair, n, done, ok) spawns the coroutines,

@@ -77,6 +77,10 @@ class backend {
   // Points `q`'s inline path (op_queue::start_inline) at this ring's submission queue, if it has one.
   virtual void offer_inline_sq(op_queue& /*q*/) noexcept {}
 
+  // Busy polling: whether completions wait to be reaped. Never blocks; now and then (natively: on every
+  // call for a DEFER_TASKRUN ring) it lets the kernel or the emulation make progress first.
+  [[nodiscard]] virtual bool poll_completions() = 0;
+
   [[nodiscard]] virtual bool registered_ring() const noexcept = 0;
   [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;

@@ -150,8 +150,30 @@ struct executor::impl {
   // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
   void submit_and_maybe_sleep() {
     bool may_sleep = ready.empty() && remote.empty() && !stop_requested.load(std::memory_order_relaxed);
+    if (may_sleep && busy_poll.count() > 0 && spin_until_work()) may_sleep = false;
     if (may_sleep) arm_wake();
     backend->submit(queue.take_all(), may_sleep);
+  }
+
+  // executor_options::busy_poll. What the turn started goes to the kernel first (the peer may be spinning
+  // for it), then the loop watches its CQ, its mailbox and stop() until the window ends. True: work came.
+  std::chrono::microseconds busy_poll{0};
+  bool spin_until_work() {
+    backend->submit(queue.take_all(), false);
+    const auto deadline = std::chrono::steady_clock::now() + busy_poll;
+    for (unsigned i = 1;; ++i) {
+      if (backend->poll_completions() || !remote.empty() || stop_requested.load(std::memory_order_relaxed)) {
+        ++stats.busy_poll_hits;
+        return true;
+      }
+      if (i % 64 == 0) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        // A peer this thread waits for may be runnable on this very core (more threads than cores):
+        // let it run. Returns at once when nothing else is runnable here.
+        std::this_thread::yield();
+      }
+      __builtin_ia32_pause();
+    }
   }
 
   // The doorbell: a CQE posted on our ring by IORING_REGISTER_SEND_MSG_RING, from any thread. Measured
@@ -368,6 +390,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   const plan_overrides overrides = plan_overrides::from_environment();
   impl_->plan = make_plan(probed_kernel(), opts, overrides);
   queue_.refused = opts.allowed_ops.refused_bits();
+  impl_->busy_poll = opts.busy_poll;
   if (impl_->plan.backend == backend_kind::native) {
     try {
       impl_->backend = detail::make_native_backend(opts, impl_->plan, impl_->stats);

@@ -48,6 +48,7 @@ struct executor_stats {
   std::uint64_t cancels = 0;                    // cancel requests sent for operations in flight
   std::uint64_t messages_sent_by_ring = 0;      // hand-offs sent to other executors with MSG_RING
   std::uint64_t messages_received = 0;          // MSG_RING hand-offs received from other executors
+  std::uint64_t busy_poll_hits = 0;  // idle turns that found work while busy polling instead of sleeping
   std::uint64_t doorbells = 0;  // mailbox wake-ups that came as a CQE (IORING_REGISTER_SEND_MSG_RING)
   std::uint64_t raw_messages_sent = 0;          // uring::send messages sent (either road)
   std::uint64_t raw_messages_received = 0;      // uring::send messages that reached this inbox

@@ -8,6 +8,7 @@
 // with the URING_BACKEND / URING_DISABLE environment overrides, and records why it chose what it chose.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -106,6 +107,13 @@ struct executor_options {
   // with EACCES naming the operation, on every backend; natively the kernel enforces the same list
   // (IORING_REGISTER_RESTRICTIONS), fixed for the ring's life. Example: {op_kind::read, op_kind::write}.
   op_allowlist allowed_ops;
+  // Opt-in busy polling: before parking in the kernel, an idle loop first hands what it started to the
+  // kernel, then watches its completion queue and mailbox for up to this long (0: park at once). A
+  // message, hand-off or post from another thread then costs no wake-up of a sleeping thread (the ~3-30 us
+  // that dominate a ping-pong) — at the price of a core spinning while idle: for threads on dedicated
+  // cores. It sees MSG_RING messages and completions the kernel posts directly; those that need task work
+  // (COOP_TASKRUN, DEFER_TASKRUN: socket and pipe reads) are seen when the window ends and the loop enters.
+  std::chrono::microseconds busy_poll{0};
 };
 
 }  // namespace uring
