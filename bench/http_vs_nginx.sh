@@ -4,13 +4,20 @@
 # The server runs pinned to CPU 0 and wrk to CPU 1 (taskset), the variants interleaved REPS times; prints
 # each run (req/s and wrk's p99 latency) and the medians per variant with the ratios to nginx. Needs wrk and nginx (scripts/install-deps).
 # Environment: REPS (default 3), DURATION (wrk -d, default 10s), CONNECTIONS (wrk -c, default 50),
-# NGINX_PORT (default 18089).
+# NGINX_PORT (default 18089), THREADS (default 1: uring-http --threads 1 and one nginx worker on CPU 0, wrk on
+# CPU 1; 2: two executors and two nginx workers, server and wrk unpinned, sharing both CPUs).
 set -euo pipefail
 server=${1:-build/release/samples/uring-http}
 reps=${REPS:-3}
 duration=${DURATION:-10s}
 connections=${CONNECTIONS:-50}
 nginx_port=${NGINX_PORT:-18089}
+threads=${THREADS:-1}
+if [ "$threads" = 1 ]; then
+  server_cpus=0 client_cpus=1 master=off
+else
+  server_cpus=0,1 client_cpus=0,1 master=on  # nginx runs more than one worker only under a master
+fi
 command -v wrk >/dev/null || { echo "wrk not found (scripts/install-deps)"; exit 1; }
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$nginx" ] || { echo "nginx not found (scripts/install-deps)"; exit 1; }
@@ -26,8 +33,8 @@ trap cleanup EXIT
 
 cat >"$dir/nginx.conf" <<EOF
 daemon off;
-master_process off;
-worker_processes 1;
+master_process $master;
+worker_processes $threads;
 pid $dir/nginx.pid;
 error_log $dir/error.log;
 events { worker_connections 1024; }
@@ -47,17 +54,17 @@ http {
 }
 EOF
 
-# start VARIANT: starts the server on CPU 0, sets pid and url.
+# start VARIANT: starts the server on $server_cpus, sets pid and url.
 start() {
   case $1 in
     nginx)
-      taskset -c 0 "$nginx" -c "$dir/nginx.conf" -e "$dir/error.log" &
+      taskset -c "$server_cpus" "$nginx" -c "$dir/nginx.conf" -e "$dir/error.log" &
       pid=$!
       url=http://127.0.0.1:$nginx_port/
       for _ in $(seq 100); do curl -s -o /dev/null "$url" && break; sleep 0.05; done
       ;;
     uring-native | uring-emulated)
-      coproc srv { exec taskset -c 0 "$server" --port 0 --threads 1 --backend "${1#uring-}"; }
+      coproc srv { exec taskset -c "$server_cpus" "$server" --port 0 --threads "$threads" --backend "${1#uring-}"; }
       pid=$srv_PID
       IFS= read -r -t 10 banner <&"${srv[0]}"
       port=${banner#*127.0.0.1:}
@@ -77,11 +84,11 @@ to_us() { awk '{v = $1 + 0; if ($1 ~ /ms$/) v *= 1000; else if ($1 ~ /[0-9]s$/) 
 
 variants=(nginx uring-native uring-emulated)
 declare -A runs p99s
-echo "wrk -t1 -c$connections -d$duration (CPU 1) against each server (CPU 0), $reps interleaved rounds"
+echo "wrk -t1 -c$connections -d$duration (CPUs $client_cpus) against each server ($threads thread(s), CPUs $server_cpus), $reps interleaved rounds"
 for round in $(seq "$reps"); do
   for v in "${variants[@]}"; do
     start "$v"
-    out=$(taskset -c 1 wrk -t1 -c"$connections" -d"$duration" --latency "$url")
+    out=$(taskset -c "$client_cpus" wrk -t1 -c"$connections" -d"$duration" --latency "$url")
     stop
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     p99=$(awk '$1 == "99%" {print $2}' <<<"$out" | to_us)
