@@ -69,7 +69,9 @@ class tcp_stream : public socket {
 
   // The next received chunk, in a buffer leased from `pool` (uring/net/buffer_pool.hpp): empty at end of
   // stream (and at every call after it). Throws std::system_error("recv: ...") for an error, ECANCELED
-  // on a stop request (`stop`, else the awaiting task's). The first call binds the stream to `pool` and to
+  // on a stop request (`stop`, else the awaiting task's), ETIMEDOUT when uring::with_timeout's time
+  // passes first; `.nothrow()` yields a recv_result instead. An interrupted receive takes no bytes (they
+  // wait for the next one; see uring/net/leased_recv.hpp). The first call binds the stream to `pool` and to
   // the running executor, which must be the pool's; natively it arms a multishot recv that stays armed
   // while the stream reads. Not to be mixed with read_some while chunks may be waiting in the stream.
   [[nodiscard]] recv_awaitable recv(buffer_pool& pool, std::stop_token stop = {}) {
