@@ -109,7 +109,12 @@ class tcp_stream : public socket {
   // Fills `buf` completely. If the peer ends the stream first, throws std::system_error(ENODATA,
   // "read_exactly: end of stream after N of M bytes"); the bytes read so far are in buf.
   task<void> read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout = no_timeout, std::stop_token stop = {}) const;
-  // Sends all of `buf`, looping on short writes.
+  // Sends all of `buf`, looping on short writes. A buffer of 64 KiB or more goes by zero-copy sends where
+  // the executor has them (natively, kernel 6.0+; measured in bench/README.md), a smaller one by copying
+  // sends; either way the buffer is the caller's again when the co_await returns. A zero-copy write that
+  // times out or is stopped after the kernel took pages of the buffer can only get them back by resetting
+  // the connection (a peer that does not read never acknowledges them): it does so, and fails with
+  // ETIMEDOUT or ECANCELED as any write_all; the stream is then reset (ECONNRESET for the peer).
   task<void> write_all(const_buffer buf, std::chrono::nanoseconds timeout = no_timeout, std::stop_token stop = {}) const;
 
   // TCP_NODELAY (TCP only).
