@@ -90,8 +90,14 @@ task<void> serve_leased(tcp_stream s, sample::worker* w, std::chrono::millisecon
   try {
     for (;;) {
       auto read = uring::with_stop_token(s.recv(*w->pool).nothrow(), w->drain.get_token());
-      uring::net::recv_result r = idle.count() > 0 ? co_await uring::with_timeout(std::move(read), idle)
-                                                   : co_await std::move(read);
+      // Not a co_await in each arm of ?: — with g++ 12 (release) that form, whose result owns a lease,
+      // crashed at shutdown: the pool's state was gone under ~buffer_pool.
+      uring::net::recv_result r;
+      if (idle.count() > 0) {
+        r = co_await uring::with_timeout(std::move(read), idle);
+      } else {
+        r = co_await std::move(read);
+      }
       if (r.res <= 0) break;
       co_await s.write_all(r.buffer, idle.count() > 0 ? idle : uring::net::no_timeout);
     }

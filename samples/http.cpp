@@ -191,8 +191,12 @@ task<void> answer_and_close(tcp_stream& s, std::string_view answer, uring::net::
   for (int i = 0; i < 16; ++i) {
     auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    const std::int32_t got = pool != nullptr ? (co_await uring::with_timeout(s.recv(*pool).nothrow(), left)).res
-                                             : (co_await uring::with_timeout(s.read_some(sink).nothrow(), left)).res;
+    std::int32_t got = 0;  // not co_await in the arms of ?: (see samples/echo.cpp)
+    if (pool != nullptr) {
+      got = (co_await uring::with_timeout(s.recv(*pool).nothrow(), left)).res;
+    } else {
+      got = (co_await uring::with_timeout(s.read_some(sink).nothrow(), left)).res;
+    }
     if (got <= 0) break;
   }
 }
