@@ -1,7 +1,7 @@
 // uring-http: a small HTTP/1.1 server, thread-per-core, on io_uring or its epoll emulation.
 //
 //   uring-http [--address 127.0.0.1] [--port 8080] [--threads 1] [--backend auto|native|emulated]
-//              [--root DIR] [--max-connections N] [--header-timeout SECONDS]
+//              [--root DIR] [--max-connections N] [--header-timeout SECONDS] [--recv leased|copy]
 //
 // Routes: GET / answers "hello\n" (text/plain); GET /file/<name> answers the file <name> under --root;
 // HEAD is GET without the body; anything else is 404, a method other than GET or HEAD is 405.
@@ -16,7 +16,11 @@
 //
 // Each of the --threads executors has its own SO_REUSEPORT listener on the same port, as in uring-echo;
 // `--port 0` binds a free port and the first line on stdout says which. SIGTERM or SIGINT (a signalfd)
-// drains: stop accepting, answer the requests already received, close, exit 0.
+// drains: stop accepting, answer the requests already received, close, exit 0. --recv leased (the default
+// where the kernel has provided-buffer rings) receives into 4 KiB buffers leased from a pool of 1024 per
+// executor and feeds them to the parser, so an idle keep-alive connection holds no receive buffer (its
+// parser keeps only what a request left); the header timeout is the leased receive's own timeout.
+// --recv copy reads into the parser's buffer (16 KiB of room per read).
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -49,7 +53,7 @@ struct config {
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: uring-http [--address IP] [--port N] [--threads N] [--backend auto|native|emulated]\n"
-               "                  [--root DIR] [--max-connections N] [--header-timeout SECONDS]\n"
+               "                  [--root DIR] [--max-connections N] [--header-timeout SECONDS] [--recv leased|copy]\n"
                "  --address          IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
                "  --port             TCP port (default 8080; 0 picks a free one, printed at start)\n"
                "  --threads          executors, each on its own thread with its own SO_REUSEPORT listener (default 1)\n"
@@ -57,6 +61,8 @@ struct config {
                "  --root             directory served under /file/ (default .)\n"
                "  --max-connections  connections at once, all threads together; more are answered 503 (default 10000)\n"
                "  --header-timeout   a request must arrive whole within this many seconds (default 10): 408\n"
+               "  --recv             leased: chunks leased from a buffer pool per executor, idle connections hold\n"
+               "                     no buffer (default where the kernel has buffer rings); copy: read per connection\n"
                "GET / -> hello; GET|HEAD /file/NAME -> the file NAME under --root.\n"
                "SIGTERM/SIGINT: stop accepting, answer the requests received, exit 0.\n");
   std::exit(code);
@@ -64,6 +70,7 @@ struct config {
 
 config parse(int argc, char** argv) {
   config c;
+  c.server.pool = {.count = 1024, .size = 4096};
   sample::flag_reader args("uring-http", argc, argv, usage);
   while (args.next()) {
     if (args.common(c.server)) continue;
@@ -174,7 +181,9 @@ task<void> answer(const config& c, const uring::http::request& req, std::string&
 // Sends `answer` and closes gently: a close with unread request bytes makes the kernel reset the connection,
 // which can destroy the answer before the client reads it. So: send, shut down our side, and read what the
 // peer still sends (up to 64 KiB, for at most a second) before the close.
-task<void> answer_and_close(const tcp_stream& s, std::string_view answer) {
+// With `pool`, the rest is read by leased receives (a stream that receives with a pool does not mix in
+// read_some).
+task<void> answer_and_close(tcp_stream& s, std::string_view answer, uring::net::buffer_pool* pool) {
   co_await s.write_all(std::span(answer.data(), answer.size()), milliseconds(1000));
   co_await s.shutdown().nothrow();
   std::array<char, 4096> sink;
@@ -182,10 +191,16 @@ task<void> answer_and_close(const tcp_stream& s, std::string_view answer) {
   for (int i = 0; i < 16; ++i) {
     auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    uring::io_result r = co_await uring::with_timeout(s.read_some(sink).nothrow(), left);
-    if (r.res <= 0) break;
+    std::int32_t got = 0;  // not co_await in the arms of ?: (see samples/echo.cpp)
+    if (pool != nullptr) {
+      got = (co_await uring::with_timeout(s.recv(*pool).nothrow(), left)).res;
+    } else {
+      got = (co_await uring::with_timeout(s.read_some(sink).nothrow(), left)).res;
+    }
+    if (got <= 0) break;
   }
 }
+
 
 // Serves one connection's requests in order until it closes, fails, breaks a rule or times out.
 task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) {
@@ -194,7 +209,7 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
   try {
     if (open_connections.fetch_add(1, std::memory_order_relaxed) >= c.max_connections) {
       uring::http::append_response(out, 503, {}, "too many connections\n", false);
-      co_await answer_and_close(s, out);
+      co_await answer_and_close(s, out, w->pool);
       release_connection(*w);
       co_return;
     }
@@ -210,7 +225,7 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
         if (st == uring::http::parse_status::error) {
           // Refused: the answers before it, then the refusal, then a gentle close (the rest is unread).
           out += uring::http::error_response(parser.error());
-          co_await answer_and_close(s, out);
+          co_await answer_and_close(s, out, w->pool);
           out.clear();
           open = false;
           break;
@@ -232,22 +247,31 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
       if (!open) break;
       if (answered) deadline = std::chrono::steady_clock::now() + c.header_timeout;
       auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-      uring::io_result r{-ETIMEDOUT};
-      if (left.count() > 0) {
+      // The next bytes into the parser, within what is left, unless the drain comes first: the count, 0 at
+      // end of stream, or -errno. Leased: one chunk from the worker's pool, copied into the parser and
+      // returned to the pool at once. Copy: straight into the parser's room.
+      std::int32_t got = -ETIMEDOUT;
+      if (left.count() > 0 && w->pool != nullptr) {
+        uring::net::recv_result r = co_await uring::with_timeout(
+            uring::with_stop_token(s.recv(*w->pool).nothrow(), w->drain.get_token()), left);
+        if (r.res > 0) parser.feed(r.buffer.view());
+        got = r.res;
+      } else if (left.count() > 0) {
         auto room = parser.prepare(16384);
-        r = co_await uring::with_timeout(
+        uring::io_result r = co_await uring::with_timeout(
             uring::with_stop_token(s.read_some(std::span(room.data(), room.size())).nothrow(),
                                    w->drain.get_token()),
             left);
+        parser.commit(r.res > 0 ? static_cast<std::size_t>(r.res) : 0);
+        got = r.res;
       }
-      if (r.res == -ETIMEDOUT && parser.buffered() > 0) {
+      if (got == -ETIMEDOUT && parser.buffered() > 0) {
         // Part of a request, and not the rest in time: say so before closing.
         uring::http::append_response(out, 408, {}, "request timeout\n", false);
-        co_await answer_and_close(s, out);
+        co_await answer_and_close(s, out, w->pool);
         break;
       }
-      if (r.res <= 0) break;  // closed by the peer, reset, idle too long, or the drain
-      parser.commit(static_cast<std::size_t>(r.res));
+      if (got <= 0) break;  // closed by the peer, reset, idle too long, or the drain
     }
   } catch (const std::system_error&) {
     // The peer reset or stopped reading in the middle of an answer: nothing to tell it.

@@ -2,11 +2,11 @@
 // server_setup.hpp, which uring-kv uses directly).
 //
 // Provides: sample::server_flags and sample::flag_reader (the common flags --address, --port, --threads,
-// --backend, --accept one|reuseport and the parsing of numbers), sample::worker and sample::connection_finished (one executor's
+// --backend, --accept one|reuseport, --recv leased|copy and the parsing of numbers), sample::worker and sample::connection_finished (one executor's
 // connections and its drain), and sample::run_server, which binds one SO_REUSEPORT listener per thread,
 // runs an executor per thread with a multishot accept loop that spawns handler(stream, worker*) (or, with
 // --accept one, one listener on the first thread handing connections to every thread in turn), prints
-// "<name>: listening on ADDRESS (N threads, BACKEND backend)", and on SIGTERM/SIGINT (a signalfd) drains:
+// "<name>: listening on ADDRESS (N threads, BACKEND backend, leased|copy recv)", and on SIGTERM/SIGINT (a signalfd) drains:
 // stop accepting, let every connection finish, exit status 0 (1 if a worker failed).
 // Threads: run_server is called once, from main. A worker belongs to its executor's thread, except that
 // main posts the drain to it; a handler and connection_finished run on the worker's thread.
@@ -46,6 +46,12 @@ struct server_flags {
   // one listener on the first thread, which hands each connection to the threads in turn (a spawn onto
   // the target executor: MSG_RING between native rings, else its mailbox).
   bool accept_one = false;
+  // How connections receive: `leased` chunks from one buffer_pool per executor (uring/net/buffer_pool.hpp:
+  // an idle connection holds no receive buffer, natively one multishot recv per connection over a
+  // provided-buffer ring), or `copy` into a buffer of the connection's own. Default (automatic): leased
+  // where the executor has buffer rings, copy elsewhere (there the pool would cost a poll per receive).
+  enum class recv_kind { automatic, leased, copy } recv = recv_kind::automatic;
+  uring::net::buffer_pool::options pool{};  // the pool's buffers: each sample picks its own
 };
 
 // Walks argv: flag() is the current argument, value() and number() consume the one after it; a missing
@@ -102,6 +108,13 @@ class flag_reader {
         usage_(2);
       }
       f.accept_one = a == "one";
+    } else if (flag_ == "--recv") {
+      std::string r = value();
+      if (r != "leased" && r != "copy") {
+        std::fprintf(stderr, "%s: --recv: '%s' is not leased or copy\n", program_, r.c_str());
+        usage_(2);
+      }
+      f.recv = r == "leased" ? server_flags::recv_kind::leased : server_flags::recv_kind::copy;
     } else if (flag_ == "--help" || flag_ == "-h") {
       usage_(0);
     } else {
@@ -134,6 +147,9 @@ struct worker {
   uring::executor* ex = nullptr;  // null once the executor is gone (guarded by mutex)
   std::string failure;
   int handed_in = 0;  // --accept one: connections handed to this worker (its thread's count)
+  // The executor's receive buffers, shared by its connections (--recv leased); null: each connection
+  // copies into a buffer of its own. Set before the executor starts serving, gone with it.
+  uring::net::buffer_pool* pool = nullptr;
 };
 
 // Every connection the accept loop spawns calls this once, last, on the worker's thread.
@@ -232,9 +248,17 @@ uring::task<void> accept_loop(const char* program, const uring::net::tcp_listene
 
 template <class Handler>
 void run_worker(const char* program, const uring::net::tcp_listener* listener, worker* w,
-                uring::executor_options opts, Handler handler, dispatch* d, std::latch* started) {
+                const server_flags* f, uring::executor_options opts, Handler handler, dispatch* d,
+                std::latch* started) {
   try {
     uring::executor ex(opts);
+    // Destroyed before the executor, after every connection has finished (the accept loop waits for them).
+    std::optional<uring::net::buffer_pool> pool;
+    if (f->recv != server_flags::recv_kind::copy) {
+      pool.emplace(ex, f->pool);
+      if (f->recv == server_flags::recv_kind::automatic && !pool->uses_ring()) pool.reset();
+    }
+    w->pool = pool ? &*pool : nullptr;
     {
       std::lock_guard lock(w->mutex);
       w->ex = &ex;
@@ -298,8 +322,8 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   for (int i = 0; i < f.threads; ++i) {
     const auto n = static_cast<std::size_t>(i);
     const uring::net::tcp_listener* listener = n < listeners.size() ? &listeners[n] : nullptr;
-    threads.emplace_back(detail::run_worker<Handler>, program, listener, workers[n].get(), opts, handler, &dispatch,
-                         &started);
+    threads.emplace_back(detail::run_worker<Handler>, program, listener, workers[n].get(), &f, opts, handler,
+                         &dispatch, &started);
   }
   started.wait();
   std::string backend = "?";
@@ -307,8 +331,10 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
     std::lock_guard lock(workers.front()->mutex);
     if (workers.front()->ex != nullptr) backend = to_string(workers.front()->ex->plan().backend);
   }
-  std::printf("%s: listening on %s (%d threads, %s backend%s)\n", program, where.to_string().c_str(), f.threads,
-              backend.c_str(), f.accept_one ? ", one acceptor" : "");
+  // Every worker decides alike (same flags, same kernel): the first one's choice is everyone's.
+  const char* recv = workers.front()->pool != nullptr ? "leased" : "copy";
+  std::printf("%s: listening on %s (%d threads, %s backend, %s recv%s)\n", program, where.to_string().c_str(),
+              f.threads, backend.c_str(), recv, f.accept_one ? ", one acceptor" : "");
   std::fflush(stdout);
 
   const int signo = samples::wait_for_termination(signal_fd);

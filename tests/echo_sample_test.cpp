@@ -1,5 +1,5 @@
 // uring-echo as a user runs it: a real process on an ephemeral port, real clients, SIGTERM drains it and it
-// exits 0. Natively and emulated, with one and with two executors.
+// exits 0. Natively and emulated, with one and with two executors, receiving by leased buffers and by copy.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <uring/kernel_features.hpp>
 
 #include "test_util.hpp"
 
@@ -119,13 +121,15 @@ struct echo_config {
   std::string backend;
   int threads;
   std::string accept = "reuseport";
+  std::string recv = "leased";
 };
 
 class EchoSample : public ::testing::TestWithParam<echo_config> {
  protected:
   std::vector<std::string> args(std::vector<std::string> extra = {}) const {
     std::vector<std::string> a{"--port", "0", "--backend", GetParam().backend, "--threads",
-                               std::to_string(GetParam().threads), "--accept", GetParam().accept};
+                               std::to_string(GetParam().threads), "--accept", GetParam().accept,
+                               "--recv",      GetParam().recv};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -136,7 +140,7 @@ TEST_P(EchoSample, EchoesThenDrainsOnSigtermAndExitsZero) {
   std::string line = server.first_line();
   int port = port_of(line);
   ASSERT_GT(port, 0) << line;
-  EXPECT_NE(line.find(GetParam().backend + " backend"), std::string::npos) << line;
+  EXPECT_NE(line.find(GetParam().backend + " backend, " + GetParam().recv + " recv"), std::string::npos) << line;
 
   std::vector<unique_fd> clients;
   for (int i = 0; i < 8; ++i) {
@@ -184,19 +188,49 @@ TEST_P(EchoSample, IdleConnectionsAreClosed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EchoSample,
-                         ::testing::Values(echo_config{"native", 1}, echo_config{"native", 2},
-                                           echo_config{"emulated", 1}, echo_config{"emulated", 2},
-                                           echo_config{"native", 2, "one"}, echo_config{"emulated", 2, "one"}),
+                         ::testing::ValuesIn([] {
+                           std::vector<echo_config> all;
+                           for (const char* recv : {"leased", "copy"}) {
+                             for (const char* backend : {"native", "emulated"}) {
+                               all.push_back({backend, 1, "reuseport", recv});
+                               all.push_back({backend, 2, "reuseport", recv});
+                               all.push_back({backend, 2, "one", recv});
+                             }
+                           }
+                           return all;
+                         }()),
                          [](const auto& info) {
                            return info.param.backend + "_" + std::to_string(info.param.threads) + "_threads" +
-                                  (info.param.accept == "one" ? "_one_acceptor" : "");
+                                  (info.param.accept == "one" ? "_one_acceptor" : "") + "_" + info.param.recv;
                          });
+
+// Without --recv: leased where the executor has provided-buffer rings, copy elsewhere (the emulation).
+TEST(EchoSampleFlags, RecvDefaultsToLeasedWhereThereAreBufferRings) {
+  for (const char* backend : {"native", "emulated"}) {
+    echo_process server({"--port", "0", "--backend", backend});
+    const std::string line = server.first_line();
+    const auto& k = uring::probed_kernel();
+    const bool rings = std::string(backend) == "native" && k.buf_ring && k.multishot_recv;
+    EXPECT_NE(line.find(rings ? ", leased recv" : ", copy recv"), std::string::npos) << line;
+    int port = port_of(line);
+    ASSERT_GT(port, 0) << line;
+    unique_fd c = connect_to(port);
+    EXPECT_EQ(echo(c.get(), "default"), "default");
+    server.signal(SIGTERM);
+    EXPECT_EQ(server.wait(), 0);
+  }
+}
 
 TEST(EchoSampleFlags, HelpAndBadArguments) {
   {
     echo_process p({"--help"});
     EXPECT_EQ(p.first_line().rfind("usage: uring-echo", 0), 0u);
     EXPECT_EQ(p.wait(), 0);
+  }
+  {
+    echo_process p({"--recv", "borrowed"});
+    EXPECT_EQ(p.wait(), 2);
+    EXPECT_NE(p.errors().find("--recv: 'borrowed' is not leased or copy"), std::string::npos);
   }
   {
     echo_process p({"--threads", "zero"});

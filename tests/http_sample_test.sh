@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# http_sample_test.sh <uring-http> <backend>: starts the HTTP server on a free port with the given backend and
+# http_sample_test.sh <uring-http> <backend> [leased|copy]: starts the HTTP server on a free port with the given
+# backend and receive mode (--recv; default leased) and
 # checks it as clients see it: with curl (GET / body, keep-alive reuse, files under --root, traversal refused,
 # 404, 405, HEAD) and with raw sockets (pipelining answered in order, 431, 400, 408 for a slow client, 503
 # over --max-connections), then SIGTERM with a connection open: exit 0.
 set -euo pipefail
 server=$1
 backend=$2
+recv=${3:-leased}
 root=$(mktemp -d)
 pids=()
 cleanup() {
@@ -20,13 +22,14 @@ trap 'cleanup; rm -f "$(dirname "$root")/http_sample_outside_$$"' EXIT
 
 # start <args...>: runs the server, sets pid and port from its banner.
 start() {
-  coproc srv { exec "$server" --port 0 --backend "$backend" --root "$root" "$@"; }
+  coproc srv { exec "$server" --port 0 --backend "$backend" --recv "$recv" --root "$root" "$@"; }
   pid=$srv_PID
   pids+=("$pid")
   IFS= read -r -t 10 banner <&"${srv[0]}" || fail "no port announced"
   port=${banner#*127.0.0.1:}
   port=${port%% *}
   [[ "$banner" == "uring-http: listening on 127.0.0.1:"* && "$port" =~ ^[0-9]+$ ]] || fail "banner: $banner"
+  [[ "$banner" == *"$backend backend, $recv recv"* ]] || fail "banner: $banner"
 }
 # raw <bytes>: sends them on a new connection and prints everything the server sends until it closes.
 raw() {
@@ -103,4 +106,4 @@ status=0
 wait "$pid" || status=$?
 [ "$status" -eq 0 ] || fail "exit status $status after SIGINT"
 exec 4>&-
-echo "uring-http ($backend): all checks passed"
+echo "uring-http ($backend, $recv recv): all checks passed"

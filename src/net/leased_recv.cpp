@@ -5,8 +5,14 @@
 // completion function sees every completion, also those drained while the executor shuts down: buffers
 // ride on them and must go back to the pool, and an abandoned state frees itself on the final one. The
 // request in flight holds a reference to the state (`self`); nothing else does once the stream is gone.
+//
+// A waiting receive that is stopped or times out is *interrupted*: the request in flight is cancelled
+// (or the wait for a pool buffer dropped), and its final completion fails the waiter with the reason. A
+// chunk that arrives meanwhile is kept: the waiter takes it instead, or it waits for the next receive.
+// The timer of timed receives is a second operation of the state (recv_timer), with its own reference.
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <cerrno>
 #include <memory>
@@ -21,8 +27,26 @@
 
 namespace uring::detail {
 
+struct recv_state;
+
+// The timer behind timed receives: one timeout operation, armed at a CLOCK_MONOTONIC deadline. Flagged
+// multishot for the same reason as the state (its completion must drop `keep`, also during a shutdown).
+struct recv_timer final : operation {
+  explicit recv_timer(recv_state& s) : owner(&s) {
+    complete = &on_complete;
+    multishot = true;
+  }
+  recv_state* owner;
+  timespec64 at;
+  std::int64_t at_ns = 0;
+  bool cancelling = false;
+  std::shared_ptr<recv_state> keep;  // while in flight
+  [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
+  static void on_complete(operation* op) noexcept;
+};
+
 struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<recv_state> {
-  recv_state(int socket_fd, pool_state& p) : fd(socket_fd), pool(&p), ex(p.ex) {
+  recv_state(int socket_fd, pool_state& p) : fd(socket_fd), pool(&p), ex(p.ex), timer(*this) {
     p.add_ref();
     complete = &on_complete;
     multishot = true;
@@ -50,11 +74,16 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   bool eof = false;            // sticky: every later recv yields an empty lease
   bool abandoned = false;      // the stream is gone
   bool hungry = false;         // waiting in the pool for a buffer to come back
+  bool cancelling = false;     // we asked for the request in flight to be cancelled
   std::uint16_t held = 0;      // no ring: the buffer the recv in flight fills
   std::uint64_t armed_at = 0;  // ring: the pool's return count when the multishot was armed
   bool readable = false;       // no ring: the last poll said so, and nothing was received since
   bool eager = false;          // no ring: the last chunk filled its buffer (receive before polling)
   std::coroutine_handle<> waiter;
+  std::uint64_t waits = 0;       // receives that have waited so far: the current one's number
+  int stop_reason = 0;           // the waiting receive was interrupted: ECANCELED or ETIMEDOUT
+  std::int64_t deadline_ns = 0;  // the waiting receive's deadline (CLOCK_MONOTONIC), 0: none
+  recv_timer timer;
   std::shared_ptr<recv_state> self;  // while an operation is in flight
 
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
@@ -74,7 +103,11 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     head = 0;
   }
 
+  // The waiting receive has its result: resume it on a later turn. Its stop reason and deadline go with it
+  // (the timer stays armed: a later timed receive reuses it, or it fires once for nothing).
   void wake() noexcept {
+    stop_reason = 0;
+    deadline_ns = 0;
     if (waiter) executor_access::schedule(*ex, std::exchange(waiter, {}));
   }
 
@@ -120,6 +153,24 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     executor_access::submit(*ex, *this);  // accepting() was checked: it does not throw
   }
 
+  // The request ended (its final completion) and the waiter, if any, has no result yet: it fails with
+  // its stop reason, or the receive goes on. `ran_dry`: the multishot ended for want of buffers.
+  void after_final(bool ran_dry) noexcept {
+    if (!waiter || done()) return;
+    if (stop_reason != 0) {
+      error = stop_reason;
+      return;
+    }
+    // Ran dry: try again at once if a buffer came back since the request was armed (the ring may hold it
+    // now), else when one does.
+    if (ran_dry && (pool->returns == armed_at || !pool->has_free())) {
+      hungry = true;
+      pool->wait(*this);
+      return;
+    }
+    start();
+  }
+
   void on_buffer_returned() noexcept override {
     hungry = false;
     if (abandoned || !waiter) return;
@@ -127,15 +178,44 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (done()) wake();
   }
 
-  void cancel() noexcept {
+  // Ends the waiting receive with `reason` (ECANCELED, ETIMEDOUT) unless a result is there first.
+  void interrupt(int reason) noexcept {
+    if (!waiter || done()) return;
+    stop_reason = reason;
     if (in_flight()) {
-      executor_access::cancel(*ex, *this);
+      if (!cancelling) {
+        cancelling = true;
+        executor_access::cancel(*ex, *this);  // the final completion fails the waiter
+      }
     } else if (hungry) {
       pool->stop_waiting(*this);
       hungry = false;
-      error = ECANCELED;
+      error = reason;
       wake();
     }
+  }
+
+  // The waiting receive's deadline: interrupt it once passed, else make sure the timer fires by then.
+  void check_deadline() noexcept {
+    if (!waiter || deadline_ns == 0 || done()) return;
+    if (monotonic_ns() >= deadline_ns) {
+      interrupt(ETIMEDOUT);
+      return;
+    }
+    if (timer.in_flight()) {
+      // Armed for a later time (an earlier receive's deadline): cancel it; its completion re-arms.
+      if (timer.at_ns > deadline_ns && !timer.cancelling) {
+        timer.cancelling = true;
+        executor_access::cancel(*ex, timer);
+      }
+      return;
+    }
+    if (!executor_access::accepting(*ex)) return;
+    timer.at_ns = deadline_ns;
+    timer.at = {deadline_ns / 1'000'000'000, deadline_ns % 1'000'000'000};
+    timer.request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &timer.at};
+    timer.keep = shared_from_this();
+    executor_access::submit(*ex, timer);
   }
 
   void abandon() noexcept {
@@ -146,16 +226,24 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       pool->stop_waiting(*this);
       hungry = false;
     }
-    if (in_flight()) executor_access::cancel(*ex, *this);
+    if (in_flight() && !cancelling) {
+      cancelling = true;
+      executor_access::cancel(*ex, *this);
+    }
+    if (timer.in_flight() && !timer.cancelling) {
+      timer.cancelling = true;
+      executor_access::cancel(*ex, timer);
+    }
   }
 
   static void on_complete(operation* op) noexcept {
     auto* s = static_cast<recv_state*>(op);
     // The final completion drops the request's reference; held here, it frees *s at the end at the latest.
-    std::shared_ptr<recv_state> keep = (s->cqe_flags & kCqeMore) == 0 ? std::move(s->self) : nullptr;
+    const bool final = (s->cqe_flags & kCqeMore) == 0;
+    std::shared_ptr<recv_state> keep = final ? std::move(s->self) : nullptr;
     switch (s->request.code) {
       case op_code::recv_multishot:
-        s->on_chunk((s->cqe_flags & kCqeMore) == 0);
+        s->on_chunk(final);
         break;
       case op_code::recv:
         s->on_recv();
@@ -164,6 +252,12 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
         s->on_readable();
         break;
     }
+  }
+
+  // A failure of the request, unless it is the echo of our own cancel (which is no error of the stream).
+  void failed(int res_errno) noexcept {
+    if (res_errno == ECANCELED && cancelling) return;
+    error = res_errno;
   }
 
   // Ring: one completion of the multishot recv.
@@ -180,19 +274,12 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (abandoned) return;
     if (res == 0) {
       eof = true;
-    } else if (res == -ENOBUFS) {
-      // Every buffer was out when data came; it waits in the socket. Try again once one is back: at once
-      // if one came back since the request was armed (the ring may hold it now), else when one does.
-      if (final && waiter && !has_chunk()) {
-        if (pool->returns != armed_at && pool->has_free()) {
-          start();
-        } else {
-          hungry = true;
-          pool->wait(*this);
-        }
-      }
-    } else if (res < 0) {
-      error = -res;
+    } else if (res < 0 && res != -ENOBUFS) {
+      failed(-res);
+    }
+    if (final) {
+      cancelling = false;
+      after_final(res == -ENOBUFS);
     }
     if (done()) wake();
   }
@@ -202,34 +289,49 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (res > 0 && !abandoned) {
       eager = static_cast<std::uint32_t>(res) == pool->size;
       ready.push_back({held, static_cast<std::uint32_t>(res)});
-      wake();
-      return;
-    }
-    pool->give_back(held);
-    if (abandoned) return;
-    if (res == -EAGAIN) {  // nothing there after all: wait for readability, holding no buffer
-      eager = false;
-      if (waiter) start();
-    } else if (res == 0) {
-      eof = true;
     } else {
-      error = -res;
+      pool->give_back(held);
+      if (abandoned) return;
+      if (res == -EAGAIN) {  // nothing there after all: wait for readability, holding no buffer
+        eager = false;
+      } else if (res == 0) {
+        eof = true;
+      } else if (res < 0) {
+        failed(-res);
+      }
     }
+    cancelling = false;
+    after_final(false);
     if (done()) wake();
   }
 
-  // No ring: the socket is readable (or the poll failed).
+  // No ring: the socket is readable (or the poll failed, or was cancelled).
   void on_readable() noexcept {
     if (abandoned) return;
     if (res < 0) {
-      error = -res;
+      failed(-res);
     } else {
       readable = true;
-      if (waiter) start();
     }
+    cancelling = false;
+    after_final(false);
     if (done()) wake();
   }
 };
+
+void recv_timer::on_complete(operation* op) noexcept {
+  auto* t = static_cast<recv_timer*>(op);
+  std::shared_ptr<recv_state> keep = std::move(t->keep);  // frees the state at the end at the latest
+  t->cancelling = false;
+  if (t->owner->abandoned) return;
+  t->owner->check_deadline();  // fired or cancelled: the waiting receive's time is up, or re-arm for it
+}
+
+std::int64_t monotonic_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
 
 }  // namespace uring::detail
 
@@ -252,29 +354,65 @@ void leased_receiver::abandon() noexcept {
 
 namespace uring::detail {
 
-bool state_ready(const recv_state& s) noexcept { return s.done(); }
+bool recv_ready(const recv_state& s) noexcept { return s.done(); }
 
-void state_cancel(recv_state& s) noexcept { s.cancel(); }
-
-executor* state_suspend(const std::shared_ptr<recv_state>& state, std::coroutine_handle<> h) {
+executor* recv_suspend(const std::shared_ptr<recv_state>& state, std::coroutine_handle<> h, std::int64_t deadline_ns,
+                       std::uint64_t* wait) {
   executor& ex = executor_access::current("recv");
   recv_state& s = *state;
   if (&ex != s.ex) throw std::logic_error("recv: the buffer pool belongs to another executor");
+  // A request still in flight keeps going (an earlier receive's, or one being cancelled: its final
+  // completion re-arms for this waiter).
   if (!s.in_flight() && !s.hungry) s.start();
   if (s.done()) return nullptr;  // the pool is closed: nothing was started
   s.waiter = h;
+  *wait = ++s.waits;
+  s.deadline_ns = deadline_ns;
+  s.check_deadline();  // may end the wait at once (a timeout of 0): it then resumes on a later turn
   return &ex;
 }
 
-net::leased_buffer state_resume(recv_state& s) {
+void recv_stop(const std::weak_ptr<recv_state>& state, executor* owner, std::uint64_t wait) noexcept {
+  auto stop = [](const std::weak_ptr<recv_state>& w, std::uint64_t n) noexcept {
+    if (auto s = w.lock(); s && s->waits == n) s->interrupt(ECANCELED);
+  };
+  if (running_executor() == owner) {
+    stop(state, wait);
+    return;
+  }
+  try {
+    owner->post([w = state, wait, stop] { stop(w, wait); });
+  } catch (...) {
+    // The executor no longer takes work: it is shutting down, which ends the request anyway.
+  }
+}
+
+namespace {
+// The next chunk as a lease, or null (error or end of stream) with the error in `err` (0: end of stream).
+net::leased_buffer take(recv_state& s, int& err) noexcept {
   if (s.has_chunk()) {
     const auto c = s.take_chunk();
-    if (s.error == ECANCELED) s.error = 0;  // a stop that came with data: the data wins
     s.pool->add_ref();
+    err = 0;
     return net::leased_buffer(s.pool, c.id, s.pool->buffer(c.id), c.len);
   }
-  if (s.error != 0) throw_errno(std::exchange(s.error, 0), "recv");
-  return {};  // end of stream
+  err = std::exchange(s.error, 0);
+  return {};
+}
+}  // namespace
+
+net::leased_buffer recv_resume(recv_state& s) {
+  int err = 0;
+  net::leased_buffer b = take(s, err);
+  if (err != 0) throw_errno(err, "recv");
+  return b;  // empty: end of stream
+}
+
+net::recv_result recv_resume_nothrow(recv_state& s) noexcept {
+  int err = 0;
+  net::leased_buffer b = take(s, err);
+  const auto n = err != 0 ? -err : static_cast<std::int32_t>(b.size());
+  return {std::move(b), n};
 }
 
 }  // namespace uring::detail

@@ -34,6 +34,12 @@ class limits {
     co_return co_await std::move(op).linked_to(detail::to_timespec(left));
   }
 
+  // For a step that takes its limits itself: whether a deadline applies, the time left (0 or less: none),
+  // and the stop token.
+  [[nodiscard]] bool timed() const noexcept { return timed_; }
+  [[nodiscard]] std::chrono::nanoseconds left() const noexcept { return deadline_ - std::chrono::steady_clock::now(); }
+  [[nodiscard]] const std::stop_token& stop() const noexcept { return stop_; }
+
  private:
   bool timed_;
   std::chrono::steady_clock::time_point deadline_;

@@ -1,9 +1,12 @@
-// send_zc.cpp — a zero-copy send as one operation with two completions.
+// send_zc.cpp — a zero-copy send as one operation with two completions: tcp_stream::send_zc, and write_all's
+// step for large sends (zc_step.hpp).
 //
 // The operation is flagged multishot so that the executor hands the first completion (flagged kCqeMore)
 // to on_complete rather than ending the operation there, and so that both reach it during a shutdown too
 // (the frame then stays alive until the notification is drained, as for any operation in flight).
 #include "uring/detail/send_zc.hpp"
+
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <utility>
@@ -11,8 +14,20 @@
 #include "uring/error.hpp"
 #include "uring/executor.hpp"
 #include "uring/io.hpp"
+#include "net/zc_step.hpp"
 
 namespace uring::detail {
+
+// One completion of a zero-copy send: the count, flagged kCqeMore (kept in `sent`; false: the notification
+// follows), or the last one (true), whose res is then the count (after a notification) or the result.
+bool zc_completion(operation& op, std::int32_t& sent) noexcept {
+  if (op.cqe_flags & kCqeMore) {
+    sent = op.res;
+    return false;
+  }
+  if (op.cqe_flags & kCqeNotif) op.res = sent;
+  return true;
+}
 
 send_zc_awaitable::send_zc_awaitable(int fd, const_buffer buf, std::uint32_t msg_flags) noexcept {
   complete = &on_complete;
@@ -40,11 +55,7 @@ std::size_t send_zc_awaitable::await_resume() {
 
 void send_zc_awaitable::on_complete(operation* self) noexcept {
   auto* me = static_cast<send_zc_awaitable*>(self);
-  if (me->cqe_flags & kCqeMore) {  // the count; the notification follows
-    me->sent_ = me->res;
-    return;
-  }
-  if (me->cqe_flags & kCqeNotif) me->res = me->sent_;
+  if (!zc_completion(*me, me->sent_)) return;
   // Sockets without zero-copy support (unix-domain ones) refuse the op: send a copy instead.
   if (me->res == -EOPNOTSUPP && me->request.code == op_code::send_zc &&
       executor_access::accepting(*me->ex_)) {
@@ -54,6 +65,75 @@ void send_zc_awaitable::on_complete(operation* self) noexcept {
   }
   // Possibly during a shutdown: schedule, never resume from here.
   executor_access::schedule(*me->ex_, me->waiter);
+}
+
+}  // namespace uring::detail
+
+namespace uring::detail {
+
+zc_step::zc_step(int fd, const_buffer buf, std::int64_t deadline) noexcept : deadline_ns(deadline) {
+  complete = &on_complete;
+  multishot = true;  // two completions, both seen (also during a shutdown)
+  request = {.code = op_code::send_zc,
+             .fd = fd,
+             .len = clamp_len(buf.size()),
+             .op_flags = MSG_NOSIGNAL,
+             .addr = const_cast<void*>(buf.data())};
+  timer.owner = this;
+  timer.complete = &zc_timer::on_complete;
+  timer.multishot = true;
+}
+
+void zc_step::interrupt(int why) noexcept {
+  if (state == op_state::idle || reason != 0) return;  // done, or being ended already
+  reason = why;
+  if (!counted) {
+    executor_access::cancel(*ex, *this);
+    return;
+  }
+  aborted = true;
+  sockaddr none{};
+  none.sa_family = AF_UNSPEC;
+  (void)::connect(request.fd, &none, sizeof none);
+}
+
+void zc_step::on_complete(operation* op) noexcept {
+  auto* me = static_cast<zc_step*>(op);
+  if (me->cqe_flags & kCqeMore) me->counted = true;
+  if (!zc_completion(*me, me->sent)) return;
+  std::shared_ptr<zc_step> keep = std::move(me->self);  // frees it at the end at the latest
+  if (me->timer.state != op_state::idle) executor_access::cancel(*me->ex, me->timer);
+  if (me->waiter) executor_access::schedule(*me->ex, std::exchange(me->waiter, {}));
+}
+
+void zc_timer::on_complete(operation* op) noexcept {
+  auto* me = static_cast<zc_timer*>(op);
+  std::shared_ptr<zc_step> keep = std::move(me->keep);
+  if (me->res == -ETIME) me->owner->interrupt(ETIMEDOUT);
+}
+
+bool state_ready(const zc_step& /*s*/) noexcept { return false; }
+
+void state_cancel(zc_step& s) noexcept { s.interrupt(ECANCELED); }
+
+executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h) {
+  executor& ex = executor_access::current("write_all");
+  s->ex = &ex;
+  s->waiter = h;
+  s->self = s;
+  executor_access::submit(ex, *s);
+  if (s->deadline_ns != 0) {
+    s->timer.at = {s->deadline_ns / 1'000'000'000, s->deadline_ns % 1'000'000'000};
+    s->timer.request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &s->timer.at};
+    s->timer.keep = s;
+    executor_access::submit(ex, s->timer);
+  }
+  return &ex;
+}
+
+io_result state_resume(zc_step& s) noexcept {
+  if (s.aborted || (s.reason != 0 && (s.res == -ECANCELED || s.res == -EINTR))) return io_result{-s.reason};
+  return io_result{s.res};
 }
 
 }  // namespace uring::detail

@@ -69,7 +69,9 @@ class tcp_stream : public socket {
 
   // The next received chunk, in a buffer leased from `pool` (uring/net/buffer_pool.hpp): empty at end of
   // stream (and at every call after it). Throws std::system_error("recv: ...") for an error, ECANCELED
-  // on a stop request (`stop`, else the awaiting task's). The first call binds the stream to `pool` and to
+  // on a stop request (`stop`, else the awaiting task's), ETIMEDOUT when uring::with_timeout's time
+  // passes first; `.nothrow()` yields a recv_result instead. An interrupted receive takes no bytes (they
+  // wait for the next one; see uring/net/leased_recv.hpp). The first call binds the stream to `pool` and to
   // the running executor, which must be the pool's; natively it arms a multishot recv that stays armed
   // while the stream reads. Not to be mixed with read_some while chunks may be waiting in the stream.
   [[nodiscard]] recv_awaitable recv(buffer_pool& pool, std::stop_token stop = {}) {
@@ -107,7 +109,12 @@ class tcp_stream : public socket {
   // Fills `buf` completely. If the peer ends the stream first, throws std::system_error(ENODATA,
   // "read_exactly: end of stream after N of M bytes"); the bytes read so far are in buf.
   task<void> read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout = no_timeout, std::stop_token stop = {}) const;
-  // Sends all of `buf`, looping on short writes.
+  // Sends all of `buf`, looping on short writes. A buffer of 64 KiB or more goes by zero-copy sends where
+  // the executor has them (natively, kernel 6.0+; measured in bench/README.md), a smaller one by copying
+  // sends; either way the buffer is the caller's again when the co_await returns. A zero-copy write that
+  // times out or is stopped after the kernel took pages of the buffer can only get them back by resetting
+  // the connection (a peer that does not read never acknowledges them): it does so, and fails with
+  // ETIMEDOUT or ECANCELED as any write_all; the stream is then reset (ECONNRESET for the peer).
   task<void> write_all(const_buffer buf, std::chrono::nanoseconds timeout = no_timeout, std::stop_token stop = {}) const;
 
   // TCP_NODELAY (TCP only).
