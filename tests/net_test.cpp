@@ -383,6 +383,53 @@ TEST_P(Net, AcceptStreamNextRacesASleepWithWhenAny) {
   EXPECT_EQ(winner, 1u);
 }
 
+// A stop from another thread reaches the owner as a posted cancel, which may arrive after its next() got
+// a connection: it must not cancel the following next() calls, which wait under no token at all.
+TEST_P(Net, ALateStopFromAnotherThreadNeverCancelsALaterAccept) {
+  const int kRounds = static_cast<int>(std::max(20L, uring::test::scaled(300)));
+  auto listener = tcp_listener::bind(loopback());
+  int spurious = run([](const tcp_listener& l, int rounds) -> task<int> {
+    auto connections = l.accept_all();
+    std::vector<tcp_stream> clients, accepted;
+    int connected = 0;
+    auto connect_three = [](address to, std::vector<tcp_stream>* out, int* count) -> task<void> {
+      for (int k = 0; k < 3; ++k) {
+        out->push_back(co_await tcp_stream::connect_to(to));
+        ++*count;
+      }
+    };
+    for (int i = 0; i < rounds; ++i) {
+      std::stop_source stop;
+      uring::spawn(connect_three(l.local_address(), &clients, &connected));  // starts once we wait below
+      std::thread stopper([&stop] { stop.request_stop(); });  // races the first next()
+      int got = 0;
+      try {
+        accepted.push_back(co_await connections.next(stop.get_token()));
+        ++got;
+      } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code(), std::errc::operation_canceled);
+      }
+      bool failed = false;
+      try {
+        while (got < 3) {
+          co_await uring::nop();  // a turn in which a late posted cancel could arrive
+          accepted.push_back(co_await connections.next());
+          ++got;
+        }
+      } catch (const std::system_error& e) {
+        ADD_FAILURE() << "round " << i << ": an accept nobody stopped failed: " << e.what();
+        failed = true;
+      }
+      stopper.join();
+      if (failed) co_return 1;
+      while (connected < 3 * (i + 1)) co_await uring::nop();
+      if (clients.size() > 300) clients.clear(), accepted.clear();
+    }
+    co_return 0;
+  }(listener, kRounds));
+  EXPECT_EQ(spurious, 0);
+}
+
 TEST_P(NetSoak, AcceptStreamTakesAThousandConnections) {
   nofile_limit limit(4096);
   if (!limit.enough()) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below 4096";

@@ -32,6 +32,7 @@ struct accept_state : operation {
   int error = 0;                // how the last request ended, for the next next() to throw
   bool abandoned = false;       // the stream is gone
   std::coroutine_handle<> waiter;
+  std::uint64_t wait = 0;  // numbers the next() calls that suspended, for state_cancel
   std::shared_ptr<accept_state> self;
 
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
@@ -94,12 +95,19 @@ namespace uring::detail {
 
 bool state_ready(const accept_state& s) noexcept { return !s.ready.empty() || s.error != 0; }
 
-void state_cancel(accept_state& s) noexcept { s.cancel(); }
+// Only the wait the stop was armed for: a cancel posted from another thread may arrive after that
+// next() got its connection, while a later one (under another token, or none) waits.
+void state_cancel(accept_state& s, std::uint64_t wait) noexcept {
+  if (s.waiter && s.wait == wait) s.cancel();
+}
+
+std::uint64_t state_wait(const accept_state& s) noexcept { return s.wait; }
 
 executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h) {
   executor& ex = executor_access::current("accept");
   if (!s->in_flight()) s->arm(ex, s);
   s->waiter = h;
+  ++s->wait;
   return &ex;
 }
 

@@ -114,7 +114,7 @@ void zc_timer::on_complete(operation* op) noexcept {
 
 bool state_ready(const zc_step& /*s*/) noexcept { return false; }
 
-void state_cancel(zc_step& s) noexcept { s.interrupt(ECANCELED); }
+void state_cancel(zc_step& s, std::uint64_t /*wait*/) noexcept { s.interrupt(ECANCELED); }
 
 executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h) {
   executor& ex = executor_access::current("write_all");

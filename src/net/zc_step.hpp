@@ -52,7 +52,9 @@ struct zc_step final : operation, std::enable_shared_from_this<zc_step> {
 };
 
 bool state_ready(const zc_step& s) noexcept;
-void state_cancel(zc_step& s) noexcept;
+// A step is one send, awaited once: every stop names that one wait.
+void state_cancel(zc_step& s, std::uint64_t wait) noexcept;
+inline std::uint64_t state_wait(const zc_step& /*s*/) noexcept { return 0; }
 executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h);
 // The bytes sent, or -errno: -ETIMEDOUT, -ECANCELED, -EOPNOTSUPP (the socket refuses zero-copy:
 // unix-domain), ...

@@ -5,12 +5,13 @@
 // Provides: detail::cancel_on_stop, detail::state_awaitable.
 // Threads: await from a coroutine on the state's executor; a stop request may come from any thread.
 //
-// Used by accept_stream::next (a multishot accept) and tcp_stream::recv(pool) (a multishot recv). The
+// Used by accept_stream::next (a multishot accept). The
 // State may be incomplete where the awaitable is used: what it does is reached through free functions
 // declared with it (listed at state_awaitable).
 #pragma once
 
 #include <coroutine>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -21,19 +22,21 @@
 namespace uring::detail {
 
 // The stop callback: cancels at once on the owner thread, else posts the cancel there. It holds the state
-// weakly: by the time a posted cancel runs, the state may be gone.
+// weakly: by the time a posted cancel runs, the state may be gone. It names the wait it was armed for: a
+// posted cancel that arrives after that wait was served must not cancel a later one.
 template <class State>
 struct cancel_on_stop {
   std::weak_ptr<State> state;
   executor* owner;
+  std::uint64_t wait;
   void operator()() const noexcept {
     if (running_executor() == owner) {
-      if (auto s = state.lock()) state_cancel(*s);
+      if (auto s = state.lock()) state_cancel(*s, wait);
       return;
     }
     try {
-      owner->post([w = state] {
-        if (auto s = w.lock()) state_cancel(*s);
+      owner->post([w = state, id = wait] {
+        if (auto s = w.lock()) state_cancel(*s, id);
       });
     } catch (...) {
       // The executor no longer takes work: it is shutting down, which ends the request anyway.
@@ -41,9 +44,11 @@ struct cancel_on_stop {
   }
 };
 
-// The awaitable: yields Result. Each State provides four functions found by overload (declared with the
+// The awaitable: yields Result. Each State provides five functions found by overload (declared with the
 // State, defined where it is complete):
-//   void state_cancel(State&) noexcept;  owner thread: ends the request, its waiter fails with ECANCELED
+//   void state_cancel(State&, std::uint64_t wait) noexcept;  owner thread: if `wait` is still waiting,
+//       ends the request and that waiter fails with ECANCELED; else nothing
+//   std::uint64_t state_wait(const State&) noexcept;  the current wait's number (state_suspend starts one)
 //   bool state_ready(const State&) noexcept;  a result is there: no need to suspend
 //   executor* state_suspend(const std::shared_ptr<State>&, std::coroutine_handle<>);  arms the request if
 //       needed and makes the handle its waiter; the executor it waits on, or null if the result is there
@@ -68,7 +73,7 @@ class [[nodiscard]] state_awaitable {
     executor* ex = state_suspend(state_, h);
     if (ex == nullptr) return false;
     // From now on a stop cancels the request (perhaps at once).
-    if (token_.stop_possible()) callback_.emplace(token_, cancel_on_stop<State>{state_, ex});
+    if (token_.stop_possible()) callback_.emplace(token_, cancel_on_stop<State>{state_, ex, state_wait(*state_)});
     return true;
   }
 

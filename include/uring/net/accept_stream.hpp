@@ -18,6 +18,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstdint>
 #include <memory>
 #include <stop_token>
 
@@ -29,7 +30,8 @@ namespace uring::detail {
 struct accept_state;  // src/net/accept_stream.cpp
 // For state_awaitable (see uring/detail/state_awaitable.hpp).
 bool state_ready(const accept_state& s) noexcept;
-void state_cancel(accept_state& s) noexcept;
+void state_cancel(accept_state& s, std::uint64_t wait) noexcept;
+std::uint64_t state_wait(const accept_state& s) noexcept;
 executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h);
 net::tcp_stream state_resume(accept_state& s);
 }
