@@ -15,8 +15,26 @@
 
 namespace uring::detail {
 
+struct accept_state;
+
+// The timer behind timed next() calls: one timeout operation, armed at a CLOCK_MONOTONIC deadline.
+// Flagged multishot as the state is: its completion must drop `keep`, also during a shutdown.
+struct accept_timer final : operation {
+  explicit accept_timer(accept_state& s) : owner(&s) {
+    complete = &on_complete;
+    multishot = true;
+  }
+  accept_state* owner;
+  timespec64 at;
+  std::int64_t at_ns = 0;
+  bool cancelling = false;
+  std::shared_ptr<accept_state> keep;  // while in flight
+  [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
+  static void on_complete(operation* op) noexcept;
+};
+
 struct accept_state : operation {
-  explicit accept_state(int fd) : listen_fd(fd) {
+  explicit accept_state(int fd) : listen_fd(fd), timer(*this) {
     complete = &on_complete;
     multishot = true;
   }
@@ -33,6 +51,9 @@ struct accept_state : operation {
   bool abandoned = false;       // the stream is gone
   std::coroutine_handle<> waiter;
   std::uint64_t wait = 0;  // numbers the next() calls that suspended, for state_cancel
+  std::int64_t deadline_ns = 0;  // the waiting next()'s deadline (CLOCK_MONOTONIC), 0: none
+  bool timed_out = false;        // the last wait ended by its deadline, for state_resume
+  accept_timer timer;
   std::shared_ptr<accept_state> self;
 
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
@@ -46,6 +67,42 @@ struct accept_state : operation {
 
   void cancel() noexcept {
     if (in_flight() && ex != nullptr) executor_access::cancel(*ex, *this);
+  }
+
+  void cancel_timer() noexcept {
+    if (timer.in_flight() && !timer.cancelling && ex != nullptr) {
+      timer.cancelling = true;
+      executor_access::cancel(*ex, timer);
+    }
+  }
+
+  // The waiter has its result: resume it on a later turn. A timer left armed fires once for nothing (or a
+  // later timed next() reuses it).
+  void wake() noexcept {
+    deadline_ns = 0;
+    executor_access::schedule(*ex, std::exchange(waiter, {}));
+  }
+
+  // The waiting next()'s deadline: end that wait once passed (the multishot accept keeps running), else
+  // make sure the timer fires by then. `me` keeps the state alive while the timer is armed.
+  void check_deadline(const std::shared_ptr<accept_state>& me) noexcept {
+    if (!waiter || deadline_ns == 0) return;
+    if (monotonic_ns() >= deadline_ns) {
+      timed_out = true;
+      wake();
+      return;
+    }
+    if (timer.in_flight()) {
+      // Armed for a later time (an earlier wait's deadline): cancel it; its completion re-arms.
+      if (timer.at_ns > deadline_ns) cancel_timer();
+      return;
+    }
+    if (!executor_access::accepting(*ex)) return;
+    timer.at_ns = deadline_ns;
+    timer.at = {deadline_ns / 1'000'000'000, deadline_ns % 1'000'000'000};
+    timer.request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &timer.at};
+    timer.keep = me;
+    executor_access::submit(*ex, timer);
   }
 
   static void on_complete(operation* op) noexcept {
@@ -62,9 +119,7 @@ struct accept_state : operation {
     }
     // A request that ended after a connection is re-armed by the next next() that finds nothing ready:
     // not from here, which may run while the executor shuts down.
-    if (s->waiter && (!s->ready.empty() || s->error != 0)) {
-      executor_access::schedule(*s->ex, std::exchange(s->waiter, {}));
-    }
+    if (s->waiter && (!s->ready.empty() || s->error != 0)) s->wake();
     if (final) {
       std::shared_ptr<accept_state> last = std::move(s->self);  // may free *s: nothing may follow
     }
@@ -83,6 +138,7 @@ accept_stream::~accept_stream() {
   for (int fd : state_->ready) ::close(fd);
   state_->ready.clear();
   state_->cancel();
+  state_->cancel_timer();
 }
 
 void accept_stream::cancel() noexcept {
@@ -103,20 +159,32 @@ void state_cancel(accept_state& s, std::uint64_t wait) noexcept {
 
 std::uint64_t state_wait(const accept_state& s) noexcept { return s.wait; }
 
-executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h) {
+executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h, std::int64_t deadline) {
   executor& ex = executor_access::current("accept");
   if (!s->in_flight()) s->arm(ex, s);
   s->waiter = h;
   ++s->wait;
+  s->deadline_ns = deadline;
+  s->check_deadline(s);  // a deadline already passed (a timeout of 0) ends the wait on a later turn
   return &ex;
 }
 
+void accept_timer::on_complete(operation* op) noexcept {
+  auto* t = static_cast<accept_timer*>(op);
+  std::shared_ptr<accept_state> keep = std::move(t->keep);  // frees the state at the end at the latest
+  t->cancelling = false;
+  if (t->owner->abandoned || !keep) return;
+  t->owner->check_deadline(keep);  // fired or cancelled: the waiting next()'s time is up, or re-arm for it
+}
+
 net::tcp_stream state_resume(accept_state& s) {
-  if (!s.ready.empty()) {
+  const bool timed_out = std::exchange(s.timed_out, false);
+  if (!s.ready.empty()) {  // a connection that came with the deadline wins over it
     int fd = s.ready.front();
     s.ready.pop_front();
     return net::tcp_stream(fd);
   }
+  if (timed_out) detail::executor_access::throw_op_error(ETIMEDOUT, "accept", detail::op_code::accept_multishot);
   const int err = std::exchange(s.error, 0);
   detail::executor_access::throw_op_error(err != 0 ? err : ECANCELED, "accept", detail::op_code::accept_multishot);
 }

@@ -116,7 +116,7 @@ bool state_ready(const zc_step& /*s*/) noexcept { return false; }
 
 void state_cancel(zc_step& s, std::uint64_t /*wait*/) noexcept { s.interrupt(ECANCELED); }
 
-executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h) {
+executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h, std::int64_t /*deadline*/) {
   executor& ex = executor_access::current("write_all");
   s->ex = &ex;
   s->waiter = h;

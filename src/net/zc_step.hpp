@@ -55,7 +55,8 @@ bool state_ready(const zc_step& s) noexcept;
 // A step is one send, awaited once: every stop names that one wait.
 void state_cancel(zc_step& s, std::uint64_t wait) noexcept;
 inline std::uint64_t state_wait(const zc_step& /*s*/) noexcept { return 0; }
-executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h);
+// The step's time limit is write_all's own (its timer): the awaitable's deadline is not used.
+executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h, std::int64_t deadline);
 // The bytes sent, or -errno: -ETIMEDOUT, -ECANCELED, -EOPNOTSUPP (the socket refuses zero-copy:
 // unix-domain), ...
 io_result state_resume(zc_step& s) noexcept;

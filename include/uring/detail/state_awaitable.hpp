@@ -10,6 +10,7 @@
 // declared with it (listed at state_awaitable).
 #pragma once
 
+#include <chrono>
 #include <coroutine>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,9 @@
 #include "uring/executor.hpp"
 
 namespace uring::detail {
+
+// CLOCK_MONOTONIC in nanoseconds (src/net/leased_recv.cpp).
+std::int64_t monotonic_ns() noexcept;
 
 // The stop callback: cancels at once on the owner thread, else posts the cancel there. It holds the state
 // weakly: by the time a posted cancel runs, the state may be gone. It names the wait it was armed for: a
@@ -50,9 +54,10 @@ struct cancel_on_stop {
 //       ends the request and that waiter fails with ECANCELED; else nothing
 //   std::uint64_t state_wait(const State&) noexcept;  the current wait's number (state_suspend starts one)
 //   bool state_ready(const State&) noexcept;  a result is there: no need to suspend
-//   executor* state_suspend(const std::shared_ptr<State>&, std::coroutine_handle<>);  arms the request if
-//       needed and makes the handle its waiter; the executor it waits on, or null if the result is there
-//       after all (nothing waits)
+//   executor* state_suspend(const std::shared_ptr<State>&, std::coroutine_handle<>, std::int64_t deadline);
+//       arms the request if needed and makes the handle its waiter, until `deadline` (CLOCK_MONOTONIC ns,
+//       0: none; a State without timeouts ignores it); the executor it waits on, or null if the result
+//       is there after all (nothing waits)
 //   Result state_resume(State&);  takes the result, or throws the error
 // Movable until it is awaited (g++ may move it into the coroutine frame).
 template <class State, class Result>
@@ -60,7 +65,8 @@ class [[nodiscard]] state_awaitable {
  public:
   state_awaitable(std::shared_ptr<State> s, std::stop_token t) noexcept
       : state_(std::move(s)), token_(std::move(t)) {}
-  state_awaitable(state_awaitable&& o) noexcept : state_(std::move(o.state_)), token_(std::move(o.token_)) {}
+  state_awaitable(state_awaitable&& o) noexcept
+      : state_(std::move(o.state_)), timeout_ns_(o.timeout_ns_), token_(std::move(o.token_)) {}
   state_awaitable& operator=(state_awaitable&&) = delete;
 
   bool await_ready() const noexcept { return state_ready(*state_); }
@@ -70,7 +76,8 @@ class [[nodiscard]] state_awaitable {
     if constexpr (requires { h.promise().stop_token(); }) {
       if (!token_.stop_possible()) token_ = h.promise().stop_token();  // none of its own: the task's
     }
-    executor* ex = state_suspend(state_, h);
+    const std::int64_t deadline = timeout_ns_ < 0 ? 0 : monotonic_ns() + timeout_ns_;
+    executor* ex = state_suspend(state_, h, deadline);
     if (ex == nullptr) return false;
     // From now on a stop cancels the request (perhaps at once).
     if (token_.stop_possible()) callback_.emplace(token_, cancel_on_stop<State>{state_, ex, state_wait(*state_)});
@@ -82,8 +89,12 @@ class [[nodiscard]] state_awaitable {
     return state_resume(*state_);
   }
 
+  // with_timeout: the wait fails with ETIMEDOUT once `t` has passed (where the State supports it).
+  void set_timeout(std::chrono::nanoseconds t) noexcept { timeout_ns_ = t.count() < 0 ? 0 : t.count(); }
+
  private:
   std::shared_ptr<State> state_;
+  std::int64_t timeout_ns_ = -1;  // -1: none
   std::stop_token token_;
   std::optional<std::stop_callback<cancel_on_stop<State>>> callback_;
 };

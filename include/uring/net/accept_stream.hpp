@@ -17,6 +17,7 @@
 // (the loser's stop token cancels the accept; the stream re-arms on the following next()).
 #pragma once
 
+#include <chrono>
 #include <coroutine>
 #include <cstdint>
 #include <memory>
@@ -32,7 +33,7 @@ struct accept_state;  // src/net/accept_stream.cpp
 bool state_ready(const accept_state& s) noexcept;
 void state_cancel(accept_state& s, std::uint64_t wait) noexcept;
 std::uint64_t state_wait(const accept_state& s) noexcept;
-executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h);
+executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h, std::int64_t deadline);
 net::tcp_stream state_resume(accept_state& s);
 }
 
@@ -49,7 +50,9 @@ class accept_stream {
   using next_awaitable = detail::state_awaitable<detail::accept_state, tcp_stream>;
 
   // The next connection. Throws std::system_error("accept: ...") for an error of the request,
-  // ECANCELED once the stream is cancelled or `stop` (default: the awaiting task's token) is requested.
+  // ECANCELED once the stream is cancelled or `stop` (default: the awaiting task's token) is requested,
+  // ETIMEDOUT once the time given by uring::with_timeout(next(), d) has passed. A timeout ends only that
+  // wait: the multishot accept keeps running and connections that arrive meanwhile wait for next().
   next_awaitable next(std::stop_token stop = {}) noexcept { return {state_, std::move(stop)}; }
 
   // Ends the multishot accept (owner thread): the next next() (or the waiting one) throws ECANCELED; the
@@ -61,3 +64,15 @@ class accept_stream {
 };
 
 }  // namespace uring::net
+
+namespace uring {
+
+// accept_stream::next() failing with ETIMEDOUT if no connection has come within `d`.
+template <class Rep, class Period>
+net::accept_stream::next_awaitable with_timeout(net::accept_stream::next_awaitable op,
+                                                std::chrono::duration<Rep, Period> d) noexcept {
+  op.set_timeout(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+  return op;
+}
+
+}  // namespace uring
