@@ -89,6 +89,8 @@ void uring_stream(benchmark::State& state, uring::executor_options opts) {
   uring::spawn(group.at(0), pour(state, group.at(1), done));
   done.wait();
   state.SetItemsProcessed(state.iterations());
+  group.stop();
+  group.join();  // the executors' stats are read on this thread: only once their loops have ended
   const double n = static_cast<double>(state.iterations());
   state.counters["rx_enters_per_msg"] = static_cast<double>(group.at(1).stats().enters) / n;
   state.counters["tx_enters_per_msg"] = static_cast<double>(group.at(0).stats().enters) / n;

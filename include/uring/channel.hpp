@@ -253,10 +253,7 @@ class channel {
     std::lock_guard lock(mutex_);
     publish_room();
     accept_senders();  // a sender may have blocked just before values were handed out lock-free
-    if (local_.empty() && !queue_.empty()) {
-      local_.swap(queue_);
-      publish_room();
-    }
+    if (local_.empty() && !queue_.empty()) local_.swap(queue_);  // published once one is taken below
     if (!local_.empty()) {
       take_local(r);
       publish_room();

@@ -13,25 +13,9 @@
 #include <deque>
 #include <utility>
 
+#include "net/deadline_timer.hpp"
+
 namespace uring::detail {
-
-struct accept_state;
-
-// The timer behind timed next() calls: one timeout operation, armed at a CLOCK_MONOTONIC deadline.
-// Flagged multishot as the state is: its completion must drop `keep`, also during a shutdown.
-struct accept_timer final : operation {
-  explicit accept_timer(accept_state& s) : owner(&s) {
-    complete = &on_complete;
-    multishot = true;
-  }
-  accept_state* owner;
-  timespec64 at;
-  std::int64_t at_ns = 0;
-  bool cancelling = false;
-  std::shared_ptr<accept_state> keep;  // while in flight
-  [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
-  static void on_complete(operation* op) noexcept;
-};
 
 struct accept_state : operation {
   explicit accept_state(int fd) : listen_fd(fd), timer(*this) {
@@ -53,7 +37,7 @@ struct accept_state : operation {
   std::uint64_t wait = 0;  // numbers the next() calls that suspended, for state_cancel
   std::int64_t deadline_ns = 0;  // the waiting next()'s deadline (CLOCK_MONOTONIC), 0: none
   bool timed_out = false;        // the last wait ended by its deadline, for state_resume
-  accept_timer timer;
+  deadline_timer<accept_state> timer;
   std::shared_ptr<accept_state> self;
 
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
@@ -70,10 +54,7 @@ struct accept_state : operation {
   }
 
   void cancel_timer() noexcept {
-    if (timer.in_flight() && !timer.cancelling && ex != nullptr) {
-      timer.cancelling = true;
-      executor_access::cancel(*ex, timer);
-    }
+    if (ex != nullptr) timer.cancel(*ex);
   }
 
   // The waiter has its result: resume it on a later turn. A timer left armed fires once for nothing (or a
@@ -92,18 +73,10 @@ struct accept_state : operation {
       wake();
       return;
     }
-    if (timer.in_flight()) {
-      // Armed for a later time (an earlier wait's deadline): cancel it; its completion re-arms.
-      if (timer.at_ns > deadline_ns) cancel_timer();
-      return;
-    }
-    if (!executor_access::accepting(*ex)) return;
-    timer.at_ns = deadline_ns;
-    timer.at = {deadline_ns / 1'000'000'000, deadline_ns % 1'000'000'000};
-    timer.request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &timer.at};
-    timer.keep = me;
-    executor_access::submit(*ex, timer);
+    timer.ensure_by(*ex, deadline_ns, me);
   }
+  // Fired or cancelled: the waiting next()'s time is up, or re-arm for it.
+  void on_timer(const std::shared_ptr<accept_state>& me) noexcept { check_deadline(me); }
 
   static void on_complete(operation* op) noexcept {
     auto* s = static_cast<accept_state*>(op);
@@ -169,13 +142,6 @@ executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_h
   return &ex;
 }
 
-void accept_timer::on_complete(operation* op) noexcept {
-  auto* t = static_cast<accept_timer*>(op);
-  std::shared_ptr<accept_state> keep = std::move(t->keep);  // frees the state at the end at the latest
-  t->cancelling = false;
-  if (t->owner->abandoned || !keep) return;
-  t->owner->check_deadline(keep);  // fired or cancelled: the waiting next()'s time is up, or re-arm for it
-}
 
 net::tcp_stream state_resume(accept_state& s) {
   const bool timed_out = std::exchange(s.timed_out, false);

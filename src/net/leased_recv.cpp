@@ -9,7 +9,7 @@
 // A waiting receive that is stopped or times out is *interrupted*: the request in flight is cancelled
 // (or the wait for a pool buffer dropped), and its final completion fails the waiter with the reason. A
 // chunk that arrives meanwhile is kept: the waiter takes it instead, or it waits for the next receive.
-// The timer of timed receives is a second operation of the state (recv_timer), with its own reference.
+// The timer of timed receives is a second operation of the state (deadline_timer), with its own reference.
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "net/buffer_pool_state.hpp"
+#include "net/deadline_timer.hpp"
 #include "uring/error.hpp"
 #include "uring/executor.hpp"
 #include "uring/net/leased_recv.hpp"
@@ -28,22 +29,6 @@
 namespace uring::detail {
 
 struct recv_state;
-
-// The timer behind timed receives: one timeout operation, armed at a CLOCK_MONOTONIC deadline. Flagged
-// multishot for the same reason as the state (its completion must drop `keep`, also during a shutdown).
-struct recv_timer final : operation {
-  explicit recv_timer(recv_state& s) : owner(&s) {
-    complete = &on_complete;
-    multishot = true;
-  }
-  recv_state* owner;
-  timespec64 at;
-  std::int64_t at_ns = 0;
-  bool cancelling = false;
-  std::shared_ptr<recv_state> keep;  // while in flight
-  [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
-  static void on_complete(operation* op) noexcept;
-};
 
 struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<recv_state> {
   recv_state(int socket_fd, pool_state& p) : fd(socket_fd), pool(&p), ex(p.ex), timer(*this) {
@@ -83,7 +68,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   std::uint64_t waits = 0;       // receives that have waited so far: the current one's number
   int stop_reason = 0;           // the waiting receive was interrupted: ECANCELED or ETIMEDOUT
   std::int64_t deadline_ns = 0;  // the waiting receive's deadline (CLOCK_MONOTONIC), 0: none
-  recv_timer timer;
+  deadline_timer<recv_state> timer;
   std::shared_ptr<recv_state> self;  // while an operation is in flight
 
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
@@ -202,21 +187,10 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       interrupt(ETIMEDOUT);
       return;
     }
-    if (timer.in_flight()) {
-      // Armed for a later time (an earlier receive's deadline): cancel it; its completion re-arms.
-      if (timer.at_ns > deadline_ns && !timer.cancelling) {
-        timer.cancelling = true;
-        executor_access::cancel(*ex, timer);
-      }
-      return;
-    }
-    if (!executor_access::accepting(*ex)) return;
-    timer.at_ns = deadline_ns;
-    timer.at = {deadline_ns / 1'000'000'000, deadline_ns % 1'000'000'000};
-    timer.request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &timer.at};
-    timer.keep = shared_from_this();
-    executor_access::submit(*ex, timer);
+    timer.ensure_by(*ex, deadline_ns, shared_from_this());
   }
+  // Fired or cancelled: the waiting receive's time is up, or re-arm for it.
+  void on_timer(const std::shared_ptr<recv_state>& /*keep*/) noexcept { check_deadline(); }
 
   void abandon() noexcept {
     abandoned = true;
@@ -230,10 +204,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       cancelling = true;
       executor_access::cancel(*ex, *this);
     }
-    if (timer.in_flight() && !timer.cancelling) {
-      timer.cancelling = true;
-      executor_access::cancel(*ex, timer);
-    }
+    timer.cancel(*ex);
   }
 
   static void on_complete(operation* op) noexcept {
@@ -318,14 +289,6 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (done()) wake();
   }
 };
-
-void recv_timer::on_complete(operation* op) noexcept {
-  auto* t = static_cast<recv_timer*>(op);
-  std::shared_ptr<recv_state> keep = std::move(t->keep);  // frees the state at the end at the latest
-  t->cancelling = false;
-  if (t->owner->abandoned) return;
-  t->owner->check_deadline();  // fired or cancelled: the waiting receive's time is up, or re-arm for it
-}
 
 std::int64_t monotonic_ns() noexcept {
   timespec ts{};
