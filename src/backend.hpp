@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 
 #include "uring/detail/operation.hpp"
@@ -23,6 +24,24 @@ struct completion {
   std::uint64_t user_data;
   std::int32_t res;
   std::uint32_t flags;
+};
+
+// A native ring's completion queue, read by the executor in place (backend::offer_inline_cq): the
+// kernel's 16-byte CQEs, its head (ours to advance) and tail, the SQ flags that say the kernel holds
+// more than the ring shows, and the backend's own parked completions, which come first.
+struct cq_view {
+  struct cqe {
+    std::uint64_t user_data;
+    std::int32_t res;
+    std::uint32_t flags;
+  };
+  const cqe* cqes = nullptr;  // null: no direct path (the emulated backend): reap() only
+  unsigned* khead = nullptr;
+  const unsigned* ktail = nullptr;
+  const unsigned* kflags = nullptr;
+  unsigned mask = 0;
+  unsigned more_flags = 0;  // kflags bits that mean "the kernel holds completions the ring does not show"
+  const std::deque<completion>* backlog = nullptr;
 };
 
 class backend {
@@ -76,6 +95,9 @@ class backend {
 
   // Points `q`'s inline path (op_queue::start_inline) at this ring's submission queue, if it has one.
   virtual void offer_inline_sq(op_queue& /*q*/) noexcept {}
+  // Points `v` at this ring's completion queue, if the executor may read it in place. Whenever v.backlog
+  // is non-empty or the ring looks empty while *kflags has a more_flags bit, reap() must be used.
+  virtual void offer_inline_cq(cq_view& /*v*/) noexcept {}
 
   // Busy polling: whether completions wait to be reaped. Never blocks; now and then (natively: on every
   // call for a DEFER_TASKRUN ring) it lets the kernel or the emulation make progress first.

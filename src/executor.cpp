@@ -225,40 +225,71 @@ struct executor::impl {
 
   // Completes every available completion. During shutdown the completions are only counted: nothing is
   // resumed, because the frames are about to be destroyed.
+  // Completions are read in place from a native ring's CQ (cq_view); through the backend's reap() where
+  // it has parked some, where the kernel holds more than the ring shows, and on the emulated backend.
+  detail::cq_view cq;
+
   void reap_and_complete() {
+    if (cq.cqes != nullptr) [[likely]] {
+      while (cq.backlog->empty()) {
+        unsigned head = *cq.khead;
+        const unsigned tail = __atomic_load_n(cq.ktail, __ATOMIC_ACQUIRE);
+        if (head == tail) {
+          if (!(__atomic_load_n(cq.kflags, __ATOMIC_RELAXED) & cq.more_flags)) return;
+          break;  // overflowed or deferred completions: the backend's reap brings them in
+        }
+        stats.cqes += tail - head;
+        // The kernel's work between two turns evicts most coroutine frames from L1: fetch the batch's
+        // operations (which sit in those frames) before resuming the first one.
+        for (unsigned i = head; i != tail; ++i) {
+          __builtin_prefetch(reinterpret_cast<const void*>(cq.cqes[i & cq.mask].user_data));
+        }
+        // Locals, so that the resumes in between (opaque calls) do not make the compiler reload them.
+        const detail::cq_view::cqe* const cqes = cq.cqes;
+        const unsigned mask = cq.mask;
+        unsigned* const khead = cq.khead;
+        for (; head != tail; ++head) {
+          const detail::cq_view::cqe& e = cqes[head & mask];
+          const detail::completion c{e.user_data, e.res, e.flags};
+          __atomic_store_n(khead, head + 1, __ATOMIC_RELEASE);  // its slot is free before it runs
+          dispatch(c);
+        }
+      }
+    }
     constexpr std::size_t kBatch = 64;
     detail::completion batch[kBatch];
     for (;;) {
       std::size_t n = backend->reap(batch, kBatch);
       stats.cqes += n;
-      // The kernel's work between two turns evicts most coroutine frames from L1: fetch the whole
-      // batch's operations (which sit in those frames) before resuming the first one.
       for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(reinterpret_cast<const void*>(batch[i].user_data));
-      for (std::size_t i = 0; i < n; ++i) {
-        if (batch[i].flags & detail::kRawMessageFlag) [[unlikely]] {
-          on_raw_cqe(batch[i]);
-          continue;
-        }
-        if (batch[i].user_data == 0) continue;  // our own fire-and-forget request
-        if (batch[i].user_data & detail::kTagMask) [[unlikely]] {
-          on_message_cqe(batch[i]);
-          continue;
-        }
-        auto* op = reinterpret_cast<detail::operation*>(batch[i].user_data);
-        if (batch[i].flags & detail::kCqeMore) [[unlikely]] {
-          complete_multishot(*op, batch[i]);  // not final: the operation stays in flight
-          continue;
-        }
-        --queue.inflight;
-        if (queue.closed) {
-          op->state = detail::op_state::idle;  // drained: its frame may now be freed
-          if (op->multishot) complete_multishot(*op, batch[i]);
-          continue;
-        }
-        op->finish(batch[i].res, batch[i].flags);
-      }
+      for (std::size_t i = 0; i < n; ++i) dispatch(batch[i]);
       if (n < kBatch) return;
     }
+  }
+
+  // One completion: an operation's (the common case, tested first in one branch), or a message, one of
+  // our own fire-and-forget requests (user_data 0), a multishot operation's, or one met during shutdown.
+  void dispatch(detail::completion c) {
+    if (c.flags & (detail::kRawMessageFlag | detail::kCqeMore)) [[unlikely]] return dispatch_special(c);
+    if ((c.user_data & detail::kTagMask) != 0 || c.user_data == 0) [[unlikely]] return dispatch_special(c);
+    if (queue.closed) [[unlikely]] return dispatch_special(c);
+    --queue.inflight;
+    reinterpret_cast<detail::operation*>(c.user_data)->finish(c.res, c.flags);
+  }
+
+  [[gnu::noinline]] void dispatch_special(detail::completion c) {
+    if (c.flags & detail::kRawMessageFlag) return on_raw_cqe(c);
+    if (c.user_data == 0) return;  // our own fire-and-forget request
+    if (c.user_data & detail::kTagMask) return on_message_cqe(c);
+    auto* op = reinterpret_cast<detail::operation*>(c.user_data);
+    if (c.flags & detail::kCqeMore) return complete_multishot(*op, c);  // not final: still in flight
+    --queue.inflight;
+    if (queue.closed) {
+      op->state = detail::op_state::idle;  // drained: its frame may now be freed
+      if (op->multishot) complete_multishot(*op, c);
+      return;
+    }
+    op->finish(c.res, c.flags);
   }
 
   // Every completion of a multishot operation reaches its complete fn, even during shutdown (see
@@ -295,7 +326,7 @@ struct executor::impl {
   // Cancels and drains every in-flight operation and runs (or discards) what was posted. After it, no
   // completion can refer to a frame, so frames may be freed.
   void quiesce() noexcept {
-    queue.closed = true;
+    queue.set_closed(true);
     hub->quiesce();
     // Operations awaited this turn never reached the kernel: forget them.
     for (detail::operation* op = queue.take_all(); op != nullptr;) {
@@ -327,6 +358,8 @@ struct executor::impl {
       std::fprintf(stderr, "uring: executor shutdown could not drain its ring (%s); closing it\n", e.what());
       doorbell_fd = -1;
       queue.sqes = nullptr;  // no inline path into a closed ring
+      queue.update_inline_codes();
+      cq = {};
       backend.reset();
       queue.inflight = 0;
     }
@@ -335,7 +368,7 @@ struct executor::impl {
   }
 
   void release_frames() noexcept {
-    queue.closed = true;
+    queue.set_closed(true);
     while (spawned.next != &spawned) {
       detail::spawn_node* node = spawned.next;
       unlink(*node);
@@ -344,7 +377,7 @@ struct executor::impl {
     ready.clear();
     hub->forget_waiters();
     frames_pending = false;
-    queue.closed = backend == nullptr;  // a closed ring stays closed
+    queue.set_closed(backend == nullptr);  // a closed ring stays closed
   }
 
   static void unlink(detail::spawn_node& node) noexcept {
@@ -408,6 +441,8 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   }
   if (!impl_->backend) impl_->backend = detail::make_emulated_backend(opts, impl_->stats);
   impl_->backend->offer_inline_sq(queue_);
+  impl_->backend->offer_inline_cq(impl_->cq);
+  queue_.update_inline_codes();
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
   impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
   impl_->ring_fd = impl_->backend->ring_fd();
@@ -430,6 +465,9 @@ executor::~executor() {
   impl_->release_frames();
   detail::t_running = outer;
   impl_->doorbell_fd = -1;
+  impl_->cq = {};  // nothing may read the ring after this
+  queue_.sqes = nullptr;
+  queue_.update_inline_codes();
   impl_->backend.reset();  // the ring's exit drops its eventfd registration
   ::close(impl_->wake_fd);
   if (int n = impl_->notify_fd.load(std::memory_order_relaxed); n >= 0) ::close(n);

@@ -87,7 +87,8 @@ std::uint8_t kernel_opcode(op_code c) {
   return IORING_OP_NOP;
 }
 
-// op_queue::start_inline writes SQEs through sqe_image: it must be the kernel's layout.
+// op_queue::start_inline writes SQEs through sqe_image, and the executor reads CQEs through
+// cq_view::cqe: both must be the kernel's layout.
 static_assert(sizeof(sqe_image) == sizeof(io_uring_sqe));
 static_assert(offsetof(sqe_image, fd) == offsetof(io_uring_sqe, fd) &&
               offsetof(sqe_image, off) == offsetof(io_uring_sqe, off) &&
@@ -96,6 +97,8 @@ static_assert(offsetof(sqe_image, fd) == offsetof(io_uring_sqe, fd) &&
               offsetof(sqe_image, rw_flags) == offsetof(io_uring_sqe, rw_flags) &&
               offsetof(sqe_image, user_data) == offsetof(io_uring_sqe, user_data));
 static_assert(IORING_OP_NOP == 0 && IORING_OP_READ == 22 && IORING_OP_WRITE == 23);
+static_assert(sizeof(cq_view::cqe) == sizeof(io_uring_cqe) && offsetof(cq_view::cqe, res) == offsetof(io_uring_cqe, res) &&
+              offsetof(cq_view::cqe, flags) == offsetof(io_uring_cqe, flags));
 
 class native_backend final : public backend {
  public:
@@ -307,7 +310,18 @@ class native_backend final : public backend {
     q.sq_khead = ring_.sq.khead;
     q.sq_mask = ring_.sq.ring_mask;
     q.sq_entries = ring_.sq.ring_entries;
+    q.sq_limit = *ring_.sq.khead + ring_.sq.ring_entries;
     q.started = stats_.ops.data();
+  }
+
+  void offer_inline_cq(cq_view& v) noexcept override {
+    v.cqes = reinterpret_cast<const cq_view::cqe*>(ring_.cq.cqes);
+    v.khead = ring_.cq.khead;
+    v.ktail = ring_.cq.ktail;
+    v.kflags = ring_.sq.kflags;
+    v.mask = ring_.cq.ring_mask;
+    v.more_flags = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
+    v.backlog = &backlog_;
   }
 
   int register_eventfd(int fd, bool async_only) override {

@@ -197,14 +197,11 @@ struct executor_access {
     if (ex.queue_.closed) [[unlikely]] refuse_while_closed();
     enqueue(ex.queue_, op);
   }
-  // As submit, for an operation that nothing can cancel before the kernel has it (no stop token): a nop,
-  // read or write goes straight into the ring's SQ where the backend offers that (op_queue::start_inline).
-  // An operation that can be stopped takes the list, so that a stop in the same turn keeps it from the
-  // kernel altogether.
-  static void submit_uncancellable(executor& ex, operation& op) {
-    if (ex.queue_.closed) [[unlikely]] refuse_while_closed();
-    if (!ex.queue_.start_inline(op)) enqueue(ex.queue_, op);
-  }
+  // The hot path of submit, for an operation that nothing can cancel before the kernel has it (no stop
+  // token, no linked timeout): a nop, read or write goes straight into the ring's SQ where the backend
+  // offers that (op_queue::start_inline). False: the caller submits it. An operation that can be
+  // stopped takes the list, so that a stop in the same turn keeps it from the kernel altogether.
+  static bool start_inline(executor& ex, operation& op) noexcept { return ex.queue_.start_inline(op); }
   static void enqueue(op_queue& q, operation& op) noexcept {
     q.push(op);
     if ((q.refused >> static_cast<unsigned>(op.request.code)) & 1u) [[unlikely]] op.state = op_state::refused;

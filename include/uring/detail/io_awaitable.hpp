@@ -107,14 +107,18 @@ class [[nodiscard]] io_awaitable : private operation {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> h) {
     if constexpr (has_stop_token<Promise>) {
-      const std::stop_token& inherited = h.promise().stop_token();
-      if (inherited.stop_possible() && !token_.stop_possible()) [[unlikely]] token_ = inherited;
+      if (!token_.stop_possible()) [[likely]] {
+        const std::stop_token& inherited = h.promise().stop_token();
+        if (inherited.stop_possible()) [[unlikely]] token_ = inherited;
+      }
     }
-    executor& ex = executor_access::current(name_);
     waiter = h;
+    if (!std::is_same_v<Payload, no_payload> || token_.stop_possible()) [[unlikely]] {
+      return start_special(executor_access::current(name_));
+    }
     // The common case (no stop token, no time, no owned data) goes straight into the SQ: keep it inline.
-    if (!std::is_same_v<Payload, no_payload> || token_.stop_possible()) [[unlikely]] return start_special(ex);
-    executor_access::submit_uncancellable(ex, *this);
+    executor& ex = executor_access::current(name_);
+    if (!executor_access::start_inline(ex, *this)) [[unlikely]] executor_access::submit(ex, *this);
     return true;
   }
 

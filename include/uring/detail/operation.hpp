@@ -151,6 +151,11 @@ struct sqe_image {
   std::uint64_t tail[3] = {};  // buf_index, personality, splice_fd_in, addr3, pad: all zero
 };
 static_assert(sizeof(sqe_image) == 64);
+// start_inline writes it as eight little-endian words: {opcode, flags, ioprio, fd}, off, addr,
+// {len, rw_flags}, user_data, and the zero tail.
+static_assert(offsetof(sqe_image, fd) == 4 && offsetof(sqe_image, off) == 8 && offsetof(sqe_image, addr) == 16 &&
+              offsetof(sqe_image, len) == 24 && offsetof(sqe_image, user_data) == 32);
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
 
 // Operations awaited during one turn of an executor's loop, in order, plus the count of those the kernel
 // holds. Kept inline in the executor so that starting an operation costs no call (start_inline, push).
@@ -171,33 +176,57 @@ struct op_queue {
   const unsigned* sq_khead = nullptr;  // the kernel's consumer head
   unsigned sq_mask = 0;
   unsigned sq_entries = 0;
+  // The SQ is full when the tail reaches this: the kernel's head plus the ring's size, as last read. The
+  // head only grows, so a stale limit is a safe one; it is read again only once the tail gets there (one
+  // read of kernel-written memory per ring's worth of SQEs, not one per operation).
+  unsigned sq_limit = 0;
+  // One bit per op_code that start_inline may take now: nop, read and write, less those the allowlist
+  // refuses; none while the executor is closed or without an SQ. One test instead of four per operation.
+  std::uint32_t inline_codes = 0;
   std::uint64_t* started = nullptr;  // executor_stats::ops, counted here for inline starts
 
-  // The hot path, as raw liburing code would do it: a nop, read or write with nothing attached is
-  // written straight into the ring's SQ while no operation waits in the list (so the kernel still sees
-  // them in the order they were awaited). False: the caller queues it on the list instead.
+  // Keeps inline_codes in step with closed, refused and sqes; call after changing any of them.
+  void update_inline_codes() noexcept {
+    constexpr std::uint32_t kInlinable = (1u << static_cast<unsigned>(op_code::nop)) |
+                                         (1u << static_cast<unsigned>(op_code::read)) |
+                                         (1u << static_cast<unsigned>(op_code::write));
+    inline_codes = (closed || sqes == nullptr) ? 0 : kInlinable & ~refused;
+  }
+  void set_closed(bool c) noexcept {
+    closed = c;
+    update_inline_codes();
+  }
+
+  // The hot path, as raw liburing code would do it: a nop, read or write with nothing attached (no
+  // linked timeout: the caller guarantees it) is written straight into the ring's SQ while no operation
+  // waits in the list (so the kernel still sees them in the order they were awaited). False: the caller
+  // queues it on the list instead (executor_access::submit, which also refuses a closed executor).
   bool start_inline(operation& op) noexcept {
     const io_request& r = op.request;
-    if (sqes == nullptr || head != nullptr || r.code > op_code::write || r.link_timeout != nullptr) return false;
-    if ((refused >> static_cast<unsigned>(r.code)) & 1u) return false;
+    const auto code = static_cast<unsigned>(r.code);
+    if (!((inline_codes >> code) & 1u) || head != nullptr) return false;
     const unsigned at = *sqe_tail;
-    if (at - __atomic_load_n(sq_khead, __ATOMIC_ACQUIRE) >= sq_entries) return false;  // SQ full
+    if (static_cast<int>(sq_limit - at) <= 0) [[unlikely]] {
+      sq_limit = __atomic_load_n(sq_khead, __ATOMIC_ACQUIRE) + sq_entries;
+      if (static_cast<int>(sq_limit - at) <= 0) return false;  // full: the list's submit makes room
+    }
     static constexpr std::uint8_t kOpcode[] = {0 /* IORING_OP_NOP */, 22 /* READ */, 23 /* WRITE */};
-    // The request was stored a moment ago, field by field, and sits in the store buffer: one 16-byte load
-    // of offset and addr together (what the compiler would merge them into) straddles two of those
-    // stores and stalls until they retire (store-forwarding failure, measured ~1/3 of this function's
-    // time). Single relaxed atomic loads are not merged.
-    static_cast<sqe_image*>(sqes)[at & sq_mask] =
-        sqe_image{.opcode = kOpcode[static_cast<unsigned>(r.code)],
-                  .fd = r.fd,
-                  .off = __atomic_load_n(&r.offset, __ATOMIC_RELAXED),
-                  .addr = reinterpret_cast<std::uint64_t>(__atomic_load_n(&r.addr, __ATOMIC_RELAXED)),
-                  .len = r.len,
-                  .user_data = reinterpret_cast<std::uint64_t>(&op)};
+    // Eight 8-byte stores (sqe_image's layout, flags/ioprio/rw_flags zero), not one per field. The request
+    // was stored a moment ago, field by field, and sits in the store buffer: one 16-byte load of offset
+    // and addr together (what the compiler would merge them into) straddles two of those stores and
+    // stalls until they retire (store-forwarding failure, measured ~1/3 of this function's time).
+    // Single relaxed atomic loads are not merged.
+    auto* w = static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
+    w[0] = kOpcode[code] | std::uint64_t{static_cast<std::uint32_t>(r.fd)} << 32;
+    w[1] = __atomic_load_n(&r.offset, __ATOMIC_RELAXED);
+    w[2] = reinterpret_cast<std::uint64_t>(__atomic_load_n(&r.addr, __ATOMIC_RELAXED));
+    w[3] = r.len;
+    w[4] = reinterpret_cast<std::uint64_t>(&op);
+    w[5] = w[6] = w[7] = 0;
     *sqe_tail = at + 1;
     op.state = op_state::submitted;
     ++inflight;
-    ++started[static_cast<unsigned>(r.code)];
+    ++started[code];
     return true;
   }
 
