@@ -108,6 +108,30 @@ class backend {
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;
 };
 
+// A raw message written straight into a native ring's SQ (executor_access::raw_send), as send_raw
+// prepares it through liburing, which stays the way when the SQ is full: IORING_OP_MSG_RING posting
+// {res = value, user_data = data, flags = cqe_flags} on the target ring (IORING_MSG_RING_FLAGS_PASS, 6.3;
+// liburing 2.3 lacks it), with IOSQE_CQE_SKIP_SUCCESS, and a CQE with user_data `failed` back here if
+// the kernel refuses it. native_backend.cpp checks these numbers against the kernel's. False: no room.
+inline constexpr std::uint8_t kOpMsgRing = 40;
+inline constexpr std::uint8_t kSqeCqeSkipSuccess = 1u << 6;
+inline constexpr std::uint32_t kMsgRingFlagsPass = 1u << 1;
+inline bool write_raw_message(op_queue& q, int target_fd, std::int32_t value, std::uint64_t data,
+                              std::uint32_t cqe_flags, std::uint64_t failed) noexcept {
+  if (q.sqes == nullptr) return false;
+  std::uint64_t* const w = q.claim_sqe();
+  if (w == nullptr) return false;
+  w[0] = kOpMsgRing | std::uint64_t{kSqeCqeSkipSuccess} << 8 | std::uint64_t{static_cast<std::uint32_t>(target_fd)} << 32;
+  w[1] = data;  // off: the target CQE's user_data
+  w[2] = 0;     // addr: IORING_MSG_DATA
+  w[3] = static_cast<std::uint32_t>(value) | std::uint64_t{kMsgRingFlagsPass} << 32;  // len = res; msg_ring_flags
+  w[4] = failed;
+  w[5] = std::uint64_t{cqe_flags} << 32;  // file_index: the target CQE's flags
+  w[6] = w[7] = 0;
+  q.commit_sqe();
+  return true;
+}
+
 // From any thread, also one without a ring of its own: posts a CQE with user_data `data` on the ring
 // `ring_fd` through IORING_REGISTER_SEND_MSG_RING (kernel 6.13+; the plan says whether it may be used).
 // 0 or -errno.

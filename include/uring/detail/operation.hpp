@@ -205,30 +205,38 @@ struct op_queue {
     const io_request& r = op.request;
     const auto code = static_cast<unsigned>(r.code);
     if (!((inline_codes >> code) & 1u) || head != nullptr) return false;
-    const unsigned at = *sqe_tail;
-    if (static_cast<int>(sq_limit - at) <= 0) [[unlikely]] {
-      sq_limit = __atomic_load_n(sq_khead, __ATOMIC_ACQUIRE) + sq_entries;
-      if (static_cast<int>(sq_limit - at) <= 0) return false;  // full: the list's submit makes room
-    }
+    std::uint64_t* const w = claim_sqe();
+    if (w == nullptr) return false;  // SQ full: the list's submit makes room
     static constexpr std::uint8_t kOpcode[] = {0 /* IORING_OP_NOP */, 22 /* READ */, 23 /* WRITE */};
     // Eight 8-byte stores (sqe_image's layout, flags/ioprio/rw_flags zero), not one per field. The request
     // was stored a moment ago, field by field, and sits in the store buffer: one 16-byte load of offset
     // and addr together (what the compiler would merge them into) straddles two of those stores and
     // stalls until they retire (store-forwarding failure, measured ~1/3 of this function's time).
     // Single relaxed atomic loads are not merged.
-    auto* w = static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
     w[0] = kOpcode[code] | std::uint64_t{static_cast<std::uint32_t>(r.fd)} << 32;
     w[1] = __atomic_load_n(&r.offset, __ATOMIC_RELAXED);
     w[2] = reinterpret_cast<std::uint64_t>(__atomic_load_n(&r.addr, __ATOMIC_RELAXED));
     w[3] = r.len;
     w[4] = reinterpret_cast<std::uint64_t>(&op);
     w[5] = w[6] = w[7] = 0;
-    *sqe_tail = at + 1;
+    commit_sqe();
     op.state = op_state::submitted;
     ++inflight;
     ++started[code];
     return true;
   }
+
+  // The next free SQE of the native ring, as eight words to fill (sqe_image's layout), or null when the
+  // SQ is full. Requires sqes. commit_sqe() hands it to the next enter.
+  std::uint64_t* claim_sqe() noexcept {
+    const unsigned at = *sqe_tail;
+    if (static_cast<int>(sq_limit - at) <= 0) [[unlikely]] {
+      sq_limit = __atomic_load_n(sq_khead, __ATOMIC_ACQUIRE) + sq_entries;
+      if (static_cast<int>(sq_limit - at) <= 0) return nullptr;
+    }
+    return static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
+  }
+  void commit_sqe() noexcept { ++*sqe_tail; }
 
   void push(operation& op) noexcept {
     op.next = nullptr;
