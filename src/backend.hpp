@@ -41,6 +41,7 @@ struct cq_view {
   const unsigned* kflags = nullptr;
   unsigned mask = 0;
   unsigned more_flags = 0;  // kflags bits that mean "the kernel holds completions the ring does not show"
+  unsigned overflow_flag = 0;  // the kflags bit that means "the CQ overflowed" (executor_stats::cq_overflows)
   const std::deque<completion>* backlog = nullptr;
 };
 

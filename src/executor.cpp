@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <mutex>
@@ -229,46 +230,52 @@ struct executor::impl {
   // it has parked some, where the kernel holds more than the ring shows, and on the emulated backend.
   detail::cq_view cq;
 
+  // A batch is copied out and its slots released before any of it runs: a completion may start work
+  // that enters the kernel, and an enter that finds the CQ full parks what the ring holds in the
+  // backend (moving the head), which must not happen under a walk of the ring in place.
   void reap_and_complete() {
+    constexpr unsigned kBatch = 64;
+    detail::completion batch[kBatch];
     if (cq.cqes != nullptr) [[likely]] {
       while (cq.backlog->empty()) {
-        unsigned head = *cq.khead;
+        const unsigned head = *cq.khead;
         const unsigned tail = __atomic_load_n(cq.ktail, __ATOMIC_ACQUIRE);
+        const unsigned kflags = __atomic_load_n(cq.kflags, __ATOMIC_RELAXED);
         if (head == tail) {
-          if (!(__atomic_load_n(cq.kflags, __ATOMIC_RELAXED) & cq.more_flags)) return;
-          break;  // overflowed or deferred completions: the backend's reap brings them in
+          if (!(kflags & cq.more_flags)) return;
+          break;  // overflowed or deferred completions: the backend's reap brings them in (and counts)
         }
-        stats.cqes += tail - head;
-        for (unsigned i = head; i != tail; ++i) prefetch_target(cq.cqes[i & cq.mask].user_data, cq.cqes[i & cq.mask].flags);
-        // Locals, so that the resumes in between (opaque calls) do not make the compiler reload them.
-        const detail::cq_view::cqe* const cqes = cq.cqes;
-        const unsigned mask = cq.mask;
-        unsigned* const khead = cq.khead;
-        for (; head != tail; ++head) {
-          const detail::cq_view::cqe& e = cqes[head & mask];
-          const detail::completion c{e.user_data, e.res, e.flags};
-          __atomic_store_n(khead, head + 1, __ATOMIC_RELEASE);  // its slot is free before it runs
-          dispatch(c);
+        if (kflags & cq.overflow_flag) ++stats.cq_overflows;  // once per reap that sees it, as the backend
+        const unsigned n = std::min(tail - head, kBatch);
+        for (unsigned i = 0; i < n; ++i) {
+          const detail::cq_view::cqe& e = cq.cqes[(head + i) & cq.mask];
+          batch[i] = {e.user_data, e.res, e.flags};
+          prefetch_target(batch[i]);
         }
+        __atomic_store_n(cq.khead, head + n, __ATOMIC_RELEASE);
+        dispatch_batch(batch, n);
+        if (n < kBatch) return;  // what came meanwhile waits for the next turn, as it would anyway
       }
     }
-    constexpr std::size_t kBatch = 64;
-    detail::completion batch[kBatch];
     for (;;) {
-      std::size_t n = backend->reap(batch, kBatch);
-      stats.cqes += n;
-      for (std::size_t i = 0; i < n; ++i) prefetch_target(batch[i].user_data, batch[i].flags);
-      for (std::size_t i = 0; i < n; ++i) dispatch(batch[i]);
+      const auto n = static_cast<unsigned>(backend->reap(batch, kBatch));
+      for (unsigned i = 0; i < n; ++i) prefetch_target(batch[i]);
+      dispatch_batch(batch, n);
       if (n < kBatch) return;
     }
+  }
+
+  void dispatch_batch(const detail::completion* batch, unsigned n) {
+    stats.cqes += n;
+    for (unsigned i = 0; i < n; ++i) dispatch(batch[i]);
   }
 
   // The kernel's work between two turns evicts most coroutine frames from L1: the batch's operations
   // (which sit in those frames) are fetched before the first one is resumed. A raw message's user_data
   // is the user's 64 bits, not an address: prefetching it cost the receiver a page walk per message
   // (~44% of its reap loop in the stream bench), so it is skipped.
-  static void prefetch_target(std::uint64_t user_data, std::uint32_t flags) noexcept {
-    if (!(flags & detail::kRawMessageFlag)) __builtin_prefetch(reinterpret_cast<const void*>(user_data & ~detail::kTagMask));
+  static void prefetch_target(const detail::completion& c) noexcept {
+    if (!(c.flags & detail::kRawMessageFlag)) __builtin_prefetch(reinterpret_cast<const void*>(c.user_data & ~detail::kTagMask));
   }
 
   // One completion: an operation's (the common case, tested first in one branch), or a message, one of

@@ -325,6 +325,7 @@ class native_backend final : public backend {
     v.kflags = ring_.sq.kflags;
     v.mask = ring_.cq.ring_mask;
     v.more_flags = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
+    v.overflow_flag = IORING_SQ_CQ_OVERFLOW;
     v.backlog = &backlog_;
   }
 
