@@ -105,7 +105,7 @@ class [[nodiscard]] io_awaitable : private operation {
   bool await_ready() const noexcept { return false; }
 
   template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> h) {
+  [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<Promise> h) {
     if constexpr (has_stop_token<Promise>) {
       if (!token_.stop_possible()) [[likely]] {
         const std::stop_token& inherited = h.promise().stop_token();
