@@ -85,7 +85,7 @@ class [[nodiscard]] hop_awaitable : private remote_node {
     }
     if (!target_.hand_off(*this)) refuse();  // nothing was handed over: it throws on this thread
   }
-  void await_resume() const {
+  void await_resume() const noexcept(!Target::by_handle) {
     if constexpr (Target::by_handle) {
       if (refused_) refuse();
     }
