@@ -291,15 +291,15 @@ TEST_P(Handles, SubmitToRunsTheFunctionOnTheTargetAndComesBack) {
   executor_group group(1, options());
   const where target = where_is(group.at(0));
   executor home(options());
-  home.run([](executor_handle to, where target, executor& self) -> task<void> {
+  home.run([](executor_handle to, where there, executor& self) -> task<void> {
     where ran{};
     int v = co_await uring::submit_to(to, [&ran] {
       ran = here();
       return 42;
     });
     EXPECT_EQ(v, 42);
-    EXPECT_EQ(ran.ex, target.ex);
-    EXPECT_EQ(ran.thread, target.thread);
+    EXPECT_EQ(ran.ex, there.ex);
+    EXPECT_EQ(ran.thread, there.thread);
     EXPECT_EQ(executor::current(), &self);
     // A function returning a task is awaited there; its exception comes back.
     int w = co_await uring::submit_to(to, [&ran]() -> task<int> {
@@ -308,7 +308,7 @@ TEST_P(Handles, SubmitToRunsTheFunctionOnTheTargetAndComesBack) {
       co_return 7;
     });
     EXPECT_EQ(w, 7);
-    EXPECT_EQ(ran.thread, target.thread);
+    EXPECT_EQ(ran.thread, there.thread);
     bool threw = false;
     try {
       co_await uring::submit_to(to, [] { throw std::runtime_error("on the target"); });
@@ -383,7 +383,10 @@ TEST_P(Handles, SpawnResumeOnAndSubmitToFailThroughADeadHandle) {
       EXPECT_EQ(executor::current(), &self);
       bool ran = false;
       try {
-        co_await uring::submit_to(to, [&ran, kept] { ran = true; });
+        // A named function, not a temporary in the co_await: g++ 12 destroys such a temporary twice when
+        // the co_await throws (the shared_ptr's count went wrong; clang is fine).
+        auto fn = [&ran, kept] { ran = true; };
+        co_await uring::submit_to(to, std::move(fn));
         ADD_FAILURE() << "submit_to through a dead handle did not throw";
       } catch (const std::system_error& e) {
         expect_handle_refusal(e, "uring::submit_to");
@@ -404,7 +407,8 @@ task<void> hop_then_record(executor_handle to, bool by_submit, bool& suspended, 
   try {
     suspended = true;  // set just before the hand-off: poll() returns after it
     if (by_submit) {
-      co_await uring::submit_to(to, [&fn_ran, kept] { fn_ran = true; });
+      auto fn = [&fn_ran, kept] { fn_ran = true; };  // named: see SpawnResumeOnAndSubmitToFailThroughADeadHandle
+      co_await uring::submit_to(to, std::move(fn));
     } else {
       co_await uring::resume_on(to);
     }
