@@ -312,6 +312,10 @@ bool handle_alive(std::uint64_t id) noexcept {
   return accepting;
 }
 
+void throw_handle_refused(const char* what) {
+  throw std::system_error(shutdown_error(), std::string(what) + ": the target executor is gone or no longer accepts work");
+}
+
 bool post_to_handle(std::uint64_t id, remote_node& node) noexcept {
   bool posted = false;
   registry::instance().with_id(id, [&](executor& ex) {

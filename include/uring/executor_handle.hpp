@@ -1,6 +1,7 @@
 // uring/executor_handle.hpp — a name for an executor that stays safe to use after the executor is gone.
 //
 // Provides: uring::executor_handle (from executor::handle()), uring::send / uring::try_send to a handle.
+// (uring::spawn, resume_on and submit_to take a handle too: uring/spawn.hpp, uring/resume_on.hpp.)
 // Threads: any thread may copy, compare and use a handle at any time, also after its executor was
 // destroyed. send/try_send come from code running on an executor, as for an executor&.
 //
@@ -36,6 +37,9 @@ bool post_to_handle(std::uint64_t id, remote_node& node) noexcept;
 std::error_code try_send_to_handle(std::uint64_t id, const message& m) noexcept;
 // As park_sender; false (nothing parked) if the executor is gone.
 bool park_sender_at_handle(std::uint64_t id, message_waiter& w);
+// Throws std::system_error(ESHUTDOWN) "<what>: the target executor is gone or no longer accepts work":
+// the one refusal of every call through a handle (post, spawn, resume_on, submit_to).
+[[noreturn]] void throw_handle_refused(const char* what);
 
 class [[nodiscard]] handle_send_awaitable {
  public:
@@ -76,8 +80,7 @@ class executor_handle {
     auto* node = new detail::posted_fn<std::decay_t<F>>(std::forward<F>(fn));
     if (!detail::post_to_handle(id_, *node)) {
       delete node;
-      throw std::system_error(ESHUTDOWN, std::system_category(),
-                              "executor_handle::post: the executor is gone or no longer accepts work");
+      detail::throw_handle_refused("executor_handle::post");
     }
   }
 

@@ -1,53 +1,123 @@
 // uring/resume_on.hpp — move a coroutine to another executor's thread, or run a function there.
 //
-// Provides: uring::resume_on, uring::submit_to.
-// Threads: await them from a coroutine on any executor; the target may be any live executor.
+// Provides: uring::resume_on, uring::submit_to, each for an executor& or an executor_handle.
+// Threads: await them from a coroutine on any executor; the target may be any live executor (through
+// an executor&), or any executor at all (through a handle, which may name one that is gone).
 //
 // `co_await resume_on(other)` suspends the coroutine and resumes it on `other`'s thread (no allocation:
 // the hand-off node lives in the awaitable). From then on its operations run on `other`'s ring.
 // `co_await submit_to(other, fn)` runs `fn()` (a plain function, or one returning a task, which is
 // awaited there) on `other` and brings its result or exception back to the awaiting executor.
-// A target that no longer accepts work makes the co_await throw std::system_error(ESHUTDOWN).
+// A target that no longer accepts work makes the co_await throw std::system_error(ESHUTDOWN), on the
+// awaiting coroutine's own executor; a submit_to's fn is then destroyed without running.
+//
+// Through an executor_handle (uring/executor_handle.hpp) the target is looked up under the registry's
+// lock, so the target may be destroyed at any time: the co_await either continues on the target or
+// throws ESHUTDOWN ("... the target executor is gone or no longer accepts work"), also when the target
+// accepted the hand-off but shut down before running it (the node then travels back home with the
+// error). The handle forms always take the target's mailbox, never MSG_RING: a MSG_RING names the target
+// by its ring's fd number and a failed one falls back to the target's address, neither of which stays
+// valid once the target may be destroyed (the fd may even name a newer ring by then).
 //
 // Frame ownership: a coroutine stays owned by the executor it was spawned on. When executors stop, the
 // executors a coroutine travelled between must stop together (executor_group does: all of them
-// quiesce before any frees a frame); see docs/messaging.md.
+// quiesce before any frees a frame); see docs/messaging.md. A handle guards against the *target's*
+// destruction; the coroutine's owner must still outlive the trip, as for an executor&.
 #pragma once
 
+#include <cerrno>
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <type_traits>
 #include <utility>
 
 #include "uring/detail/remote.hpp"
 #include "uring/executor.hpp"
+#include "uring/executor_handle.hpp"
 #include "uring/task.hpp"
 
 namespace uring {
 
 namespace detail {
 
-class [[nodiscard]] resume_on_awaitable : private remote_node {
- public:
-  explicit resume_on_awaitable(executor& to) noexcept : target_(to) {
-    run = [](remote_node* n) noexcept { static_cast<resume_on_awaitable*>(n)->waiter_.resume(); };
-    discard = [](remote_node*) noexcept {};  // a shutting-down target must not resume it; its owner frees it
+// The two kinds of target, as the one hop awaitable below sees them.
+struct executor_target {
+  executor* ex;
+  static constexpr bool by_handle = false;
+  [[nodiscard]] bool here() const noexcept { return executor::current() == ex; }
+  // MSG_RING where both ends can, else the mailbox.
+  bool hand_off(remote_node& n) const noexcept { return executor_access::send(*ex, n); }
+};
+struct handle_target {
+  std::uint64_t id;
+  static constexpr bool by_handle = true;
+  [[nodiscard]] bool here() const noexcept {
+    executor* cur = executor::current();
+    return cur != nullptr && cur->handle().id() == id;
   }
-  bool await_ready() const noexcept { return executor::current() == &target_; }
-  void await_suspend(std::coroutine_handle<> h) {
-    waiter_ = h;
-    if (!executor_access::send(target_, *this)) {
-      throw std::system_error(ESHUTDOWN, std::system_category(), "uring::resume_on: the target executor no longer accepts work");
+  // The mailbox, under the registry's lock (see the header comment for why not MSG_RING).
+  bool hand_off(remote_node& n) const noexcept { return post_to_handle(id, n); }
+};
+inline executor_target target_of(executor& ex) noexcept { return {&ex}; }
+inline handle_target target_of(const executor_handle& h) noexcept { return {h.id()}; }
+
+template <class Target>
+class [[nodiscard]] hop_awaitable : private remote_node {
+ public:
+  hop_awaitable(Target to, const char* what) noexcept : target_(to), what_(what) {
+    run = [](remote_node* n) noexcept { static_cast<hop_awaitable*>(n)->waiter_.resume(); };
+    if constexpr (Target::by_handle) {
+      discard = &send_home;
+    } else {
+      discard = [](remote_node*) noexcept {};  // a shutting-down target must not resume it; its owner frees it
     }
   }
-  void await_resume() const noexcept {}
+  bool await_ready() const noexcept { return target_.here(); }
+  void await_suspend(std::coroutine_handle<> h) {
+    waiter_ = h;
+    if constexpr (Target::by_handle) {
+      executor* home = executor::current();
+      home_ = home != nullptr ? home->handle().id() : 0;
+    }
+    if (!target_.hand_off(*this)) refuse();  // nothing was handed over: it throws on this thread
+  }
+  void await_resume() const noexcept(!Target::by_handle) {
+    if constexpr (Target::by_handle) {
+      if (refused_) refuse();
+    }
+  }
 
  private:
-  executor& target_;
+  [[noreturn]] void refuse() const {
+    if constexpr (Target::by_handle) {
+      throw_handle_refused(what_);
+    } else {
+      throw std::system_error(ESHUTDOWN, std::system_category(),
+                              std::string(what_) + ": the target executor no longer accepts work");
+    }
+  }
+  // The target accepted the node but shuts down before running it (on its thread, in its last drain):
+  // the coroutine goes back to the executor it left, where await_resume throws ESHUTDOWN. If that one
+  // refuses too, it is shutting down and frees the frame itself.
+  static void send_home(remote_node* n) noexcept {
+    auto* self = static_cast<hop_awaitable*>(n);
+    self->refused_ = true;
+    self->discard = [](remote_node*) noexcept {};
+    (void)post_to_handle(self->home_, *self);
+  }
+
+  Target target_;
+  const char* what_;
   std::coroutine_handle<> waiter_;
+  std::uint64_t home_ = 0;  // handles only: the awaiting coroutine's executor
+  bool refused_ = false;
 };
+
+using resume_on_awaitable = hop_awaitable<executor_target>;
 
 // What submit_to yields for `fn`: its return type, or T when it returns task<T>.
 template <class R>
@@ -67,15 +137,22 @@ inline constexpr bool returns_task = !std::is_same_v<std::invoke_result_t<F&>, s
 }  // namespace detail
 
 // Continues the awaiting coroutine on `target`'s thread.
-inline detail::resume_on_awaitable resume_on(executor& target) noexcept { return detail::resume_on_awaitable(target); }
+inline detail::hop_awaitable<detail::executor_target> resume_on(executor& target) noexcept {
+  return {detail::target_of(target), "uring::resume_on"};
+}
+// The same through a handle; ESHUTDOWN if it names no executor, or one that is gone or refuses work.
+inline detail::hop_awaitable<detail::handle_target> resume_on(const executor_handle& target) noexcept {
+  return {detail::target_of(target), "uring::resume_on"};
+}
 
-// Runs `fn` on `target` and yields its result on the awaiting coroutine's executor. Must be awaited from
-// a coroutine running on an executor (std::logic_error otherwise).
-template <class F>
-task<detail::submit_result_t<F>> submit_to(executor& target, F fn) {
-  using R = detail::submit_result_t<F>;
-  executor& home = detail::executor_access::current("uring::submit_to");
-  co_await resume_on(target);
+namespace detail {
+// The body of both submit_to forms. Target is held by value: the task is lazy and may outlive the
+// caller's handle.
+template <class Target, class F>
+task<submit_result_t<F>> submit_body(Target target, F fn) {
+  using R = submit_result_t<F>;
+  executor& home = executor_access::current("uring::submit_to");
+  co_await hop_awaitable<Target>(target, "uring::submit_to");  // refused: fn dies with this frame, unrun
   std::exception_ptr error;
   std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> result;
   try {
@@ -98,6 +175,20 @@ task<detail::submit_result_t<F>> submit_to(executor& target, F fn) {
   co_await resume_on(home);
   if (error) std::rethrow_exception(error);
   if constexpr (!std::is_void_v<R>) co_return std::move(*result);
+}
+}  // namespace detail
+
+// Runs `fn` on `target` and yields its result on the awaiting coroutine's executor. Must be awaited from
+// a coroutine running on an executor (std::logic_error otherwise).
+template <class F>
+task<detail::submit_result_t<F>> submit_to(executor& target, F fn) {
+  return detail::submit_body(detail::target_of(target), std::move(fn));
+}
+// The same through a handle: ESHUTDOWN (fn destroyed without running) if it names no executor, or one
+// that is gone or refuses work before fn started.
+template <class F>
+task<detail::submit_result_t<F>> submit_to(const executor_handle& target, F fn) {
+  return detail::submit_body(detail::target_of(target), std::move(fn));
 }
 
 }  // namespace uring

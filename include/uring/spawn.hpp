@@ -3,6 +3,8 @@
 // Provides: uring::spawn.
 // Threads: spawn(t) runs t on the executor running on this thread; spawn(target, t) may be called from
 // any thread and runs t on `target`'s thread. Either way the task starts on a later turn of that loop.
+// `target` is an executor& (which must outlive the call) or an executor_handle (which may name an
+// executor that is gone: ESHUTDOWN then, see uring/executor_handle.hpp).
 //
 // The executor the task starts on owns its frame until it finishes, even if the task moves to other
 // executors in between (resume_on): when it finishes elsewhere, its owner is told and frees it. An
@@ -10,13 +12,16 @@
 // does with `detached`): errors are never lost.
 #pragma once
 
+#include <cerrno>
 #include <coroutine>
-#include <system_error>
+#include <cstdint>
 #include <exception>
+#include <system_error>
 #include <utility>
 
 #include "uring/detail/remote.hpp"
 #include "uring/executor.hpp"
+#include "uring/executor_handle.hpp"
 #include "uring/task.hpp"
 
 namespace uring {
@@ -88,6 +93,27 @@ spawned spawn_body(task<T> t) {
   co_await std::move(t);
 }
 
+// Both spawn(target, t) forms: wraps t and hands its start node over with `hand_off(node)`, which sets
+// node.target to the executor that takes it (that one becomes the owner). False if it was refused: the
+// frame (and t with it) is destroyed unstarted, and the caller throws.
+template <class T, class HandOff>
+[[nodiscard]] bool spawn_elsewhere(task<T> t, HandOff hand_off) {
+  using promise = spawned::promise_type;
+  auto h = spawn_body(std::move(t)).handle_;
+  promise& p = h.promise();
+  p.message.run = [](remote_node* n) noexcept {
+    auto frame = promise::from_message(n);
+    executor& owner = *n->target;
+    frame.promise().owner = &owner;
+    executor_access::adopt(owner, frame.promise().node);
+    executor_access::schedule(owner, frame);
+  };
+  p.message.discard = [](remote_node* n) noexcept { promise::from_message(n).destroy(); };
+  if (hand_off(p.message)) return true;
+  h.destroy();
+  return false;
+}
+
 }  // namespace detail
 
 // Starts `t` on the executor running on this thread; throws std::logic_error if there is none.
@@ -105,20 +131,23 @@ void spawn(task<T> t) {
 template <class T>
 void spawn(executor& target, task<T> t) {
   if (executor::current() == &target) return spawn(std::move(t));
-  using promise = detail::spawned::promise_type;
-  auto h = detail::spawn_body(std::move(t)).handle_;
-  promise& p = h.promise();
-  p.owner = &target;
-  p.message.run = [](detail::remote_node* n) noexcept {
-    auto frame = promise::from_message(n);
-    detail::executor_access::adopt(*frame.promise().owner, frame.promise().node);
-    detail::executor_access::schedule(*frame.promise().owner, frame);
-  };
-  p.message.discard = [](detail::remote_node* n) noexcept { promise::from_message(n).destroy(); };
-  if (!detail::executor_access::try_post(target, p.message)) {
-    h.destroy();
-    throw std::system_error(ESHUTDOWN, std::system_category(), "uring::spawn: the target executor no longer accepts work");
-  }
+  const bool posted = detail::spawn_elsewhere(std::move(t), [&target](detail::remote_node& n) noexcept {
+    n.target = &target;
+    return detail::executor_access::try_post(target, n);
+  });
+  if (!posted) throw std::system_error(ESHUTDOWN, std::system_category(), "uring::spawn: the target executor no longer accepts work");
+}
+
+// The same through a handle: ESHUTDOWN, with `t` destroyed unstarted, if the handle names no executor,
+// or one that is gone or refuses work. A task the target accepted but never started because it shut
+// down first is destroyed unstarted by the target (as for an executor&): spawn cannot report it.
+template <class T>
+void spawn(const executor_handle& target, task<T> t) {
+  if (executor* cur = executor::current(); cur != nullptr && cur->handle() == target) return spawn(std::move(t));
+  const std::uint64_t id = target.id();
+  const bool posted =
+      detail::spawn_elsewhere(std::move(t), [id](detail::remote_node& n) noexcept { return detail::post_to_handle(id, n); });
+  if (!posted) detail::throw_handle_refused("uring::spawn");
 }
 
 }  // namespace uring
