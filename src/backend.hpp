@@ -27,15 +27,10 @@ struct completion {
 };
 
 // A native ring's completion queue, read by the executor in place (backend::offer_inline_cq): the
-// kernel's 16-byte CQEs, its head (ours to advance) and tail, the SQ flags that say the kernel holds
-// more than the ring shows, and the backend's own parked completions, which come first.
+// kernel's 16-byte CQEs (laid out as completion), its head (ours to advance) and tail, the SQ flags
+// that say the kernel holds more than the ring shows, and the backend's parked completions (first).
 struct cq_view {
-  struct cqe {
-    std::uint64_t user_data;
-    std::int32_t res;
-    std::uint32_t flags;
-  };
-  const cqe* cqes = nullptr;  // null: no direct path (the emulated backend): reap() only
+  const completion* cqes = nullptr;  // the kernel's CQEs, which completion mirrors; null: reap() only
   unsigned* khead = nullptr;
   const unsigned* ktail = nullptr;
   const unsigned* kflags = nullptr;

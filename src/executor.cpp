@@ -248,8 +248,7 @@ struct executor::impl {
         if (kflags & cq.overflow_flag) ++stats.cq_overflows;  // once per reap that sees it, as the backend
         const unsigned n = std::min(tail - head, kBatch);
         for (unsigned i = 0; i < n; ++i) {
-          const detail::cq_view::cqe& e = cq.cqes[(head + i) & cq.mask];
-          batch[i] = {e.user_data, e.res, e.flags};
+          batch[i] = cq.cqes[(head + i) & cq.mask];
           prefetch_target(batch[i]);
         }
         __atomic_store_n(cq.khead, head + n, __ATOMIC_RELEASE);

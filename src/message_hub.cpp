@@ -119,8 +119,12 @@ void message_hub::leave_registry() noexcept {
 
 message_hub::peer& message_hub::peer_for(executor& target) {
   if (&target == last_target_) return *last_peer_;
-  const std::uint32_t k = executor_access::hub(target).key();
-  peer& p = peers_[k];
+  message_hub& receiver = executor_access::hub(target);
+  peer& p = peers_[receiver.key()];
+  if (p.introduced_to != &target) {
+    receiver.add_sender(key_);  // before our first message, so that its settle() knows us
+    p.introduced_to = &target;
+  }
   p.target = &target;
   p.window = executor_access::hub(target).window();
   last_target_ = &target;
@@ -173,8 +177,11 @@ void message_hub::on_failed(std::uint32_t receiver_key) noexcept {
   auto it = peers_.find(receiver_key);
   if (it == peers_.end()) return;
   peer& p = it->second;
-  ++stats_.messages_failed;
-  if (p.in_flight > 0) --p.in_flight;
+  // Counted once: a target's settlement may have reported this message failed already (in_flight 0).
+  if (p.in_flight > 0) {
+    --p.in_flight;
+    ++stats_.messages_failed;
+  }
   p.broken = std::make_error_code(std::errc::broken_pipe);
   fail_waiters(p);
 }
@@ -274,7 +281,21 @@ void message_hub::settle() noexcept {
   // Delivered and not credited back, by sender: taken from the inbox (consumed_) or still in it.
   std::unordered_map<std::uint32_t, std::uint32_t> uncredited = consumed_;
   for (const queued& q : inbox_) ++uncredited[q.sender];
+  {
+    // Senders none of whose messages arrived are told too (0 delivered): what they sent is lost.
+    std::lock_guard lock(senders_mutex_);
+    for (std::uint32_t sender : senders_) uncredited.try_emplace(sender, 0);
+  }
   for (const auto& [sender, n] : uncredited) send_credit(sender, n, true);
+}
+
+void message_hub::add_sender(std::uint32_t sender_key) noexcept {
+  std::lock_guard lock(senders_mutex_);
+  try {
+    senders_.push_back(sender_key);
+  } catch (const std::bad_alloc&) {
+    // Without memory this sender goes untold at settlement: its next send still fails ESHUTDOWN.
+  }
 }
 
 // --- the functions behind uring/message.hpp -----------------------------------------------------------

@@ -12,8 +12,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <mutex>
 #include <system_error>
 #include <unordered_map>
+#include <vector>
 
 #include "uring/executor.hpp"
 #include "uring/message.hpp"
@@ -51,6 +53,9 @@ class message_hub {
   void on_closed(std::uint32_t receiver_key, std::uint32_t delivered) noexcept;
 
   // Receiver side.
+  // A sender's first message to this executor: from the sender's thread, before that message. settle()
+  // tells every sender it knows, also one none of whose messages arrived before the last drain.
+  void add_sender(std::uint32_t sender_key) noexcept;
   void deliver(std::uint32_t sender_key, const message& m) noexcept;
   bool try_receive(message& out) noexcept;
   void park_receiver(message_waiter& w) noexcept;
@@ -73,6 +78,7 @@ class message_hub {
     message_waiter* head = nullptr;  // blocked senders, oldest first
     message_waiter* tail = nullptr;
     std::error_code broken;  // ESHUTDOWN or EPIPE: every later send fails with it
+    executor* introduced_to = nullptr;  // the target whose add_sender knows us (a key may be reused)
   };
   struct queued {
     message m;
@@ -99,6 +105,8 @@ class message_hub {
   message_waiter* receivers_head_ = nullptr;
   message_waiter* receivers_tail_ = nullptr;
   std::unordered_map<std::uint32_t, std::uint32_t> consumed_;  // by sender key: taken, not yet credited
+  std::mutex senders_mutex_;            // add_sender comes from the senders' threads
+  std::vector<std::uint32_t> senders_;  // every sender key that ever sent here
   bool closed_ = false;
   bool settled_ = false;
   bool quiescing_ = false;

@@ -88,7 +88,7 @@ std::uint8_t kernel_opcode(op_code c) {
 }
 
 // op_queue::start_inline writes SQEs through sqe_image, and the executor reads CQEs through
-// cq_view::cqe: both must be the kernel's layout.
+// completion: both must be the kernel's layout.
 static_assert(sizeof(sqe_image) == sizeof(io_uring_sqe));
 static_assert(offsetof(sqe_image, fd) == offsetof(io_uring_sqe, fd) &&
               offsetof(sqe_image, off) == offsetof(io_uring_sqe, off) &&
@@ -102,8 +102,8 @@ static_assert(IORING_OP_NOP == 0 && IORING_OP_READ == 22 && IORING_OP_WRITE == 2
 static_assert(IORING_OP_MSG_RING == kOpMsgRing && IOSQE_CQE_SKIP_SUCCESS == kSqeCqeSkipSuccess &&
               IORING_MSG_DATA == 0 && offsetof(io_uring_sqe, msg_ring_flags) == 28 &&
               offsetof(io_uring_sqe, file_index) == 44 && offsetof(io_uring_sqe, addr3) == 48);
-static_assert(sizeof(cq_view::cqe) == sizeof(io_uring_cqe) && offsetof(cq_view::cqe, res) == offsetof(io_uring_cqe, res) &&
-              offsetof(cq_view::cqe, flags) == offsetof(io_uring_cqe, flags));
+static_assert(sizeof(completion) == sizeof(io_uring_cqe) && offsetof(completion, res) == offsetof(io_uring_cqe, res) &&
+              offsetof(completion, flags) == offsetof(io_uring_cqe, flags));
 
 class native_backend final : public backend {
  public:
@@ -319,7 +319,7 @@ class native_backend final : public backend {
   }
 
   void offer_inline_cq(cq_view& v) noexcept override {
-    v.cqes = reinterpret_cast<const cq_view::cqe*>(ring_.cq.cqes);
+    v.cqes = reinterpret_cast<const completion*>(ring_.cq.cqes);
     v.khead = ring_.cq.khead;
     v.ktail = ring_.cq.ktail;
     v.kflags = ring_.sq.kflags;

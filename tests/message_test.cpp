@@ -9,6 +9,7 @@
 #include <climits>
 #include <future>
 #include <latch>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -191,6 +192,49 @@ TEST_P(Messages, TargetStoppedMidStream) {
   EXPECT_GE(sent, 1000);
   EXPECT_EQ(static_cast<long>(b.stats().raw_messages_received + a.stats().messages_failed), sent)
       << "a message whose send completed vanished";
+}
+
+// A sender none of whose messages arrived before the target's last drain is told at the target's
+// settlement too: here the one message leaves the sender's ring (at the end of its run) only after the
+// target has stopped, drained and settled, so natively it lands in a ring nobody reads. It must be
+// reported failed (natively) or have arrived (the mailbox took it before the stop), never neither.
+TEST_P(Messages, ASenderWithNothingDeliveredIsToldAtSettlement) {
+  executor_group group(1, with_window(16));
+  executor& b = group.at(0);
+  executor a(options());
+  a.run([](executor_group& g, executor& b) -> task<void> {
+    auto e = uring::try_send(b, 5, 55);
+    EXPECT_FALSE(e) << e.message();
+    g.stop();  // b refuses further messages, drains its ring and settles before a's message leaves
+    g.join();
+    co_return;
+  }(group, b));
+  std::error_code after;
+  a.run([](executor& b, std::error_code& out) -> task<void> {
+    co_await uring::nop();  // reaps b's settlement
+    out = uring::try_send(b, 6, 66);
+  }(b, after));
+  EXPECT_EQ(b.stats().raw_messages_received + a.stats().messages_failed, 1u) << "the message vanished unreported";
+  EXPECT_EQ(after.value(), ESHUTDOWN) << after.message();
+}
+
+// The same with the target destroyed (its ring closed) before the message leaves: natively the kernel
+// then refuses the MSG_RING as well, and the message is still counted once, not twice.
+TEST_P(Messages, AMessageBothSettledAndRefusedIsCountedOnce) {
+  auto group = std::make_unique<executor_group>(1, with_window(16));
+  std::uint64_t received = 0;
+  executor a(options());
+  a.run([](std::unique_ptr<executor_group>& g, std::uint64_t& received) -> task<void> {
+    auto e = uring::try_send(g->at(0), 5, 55);
+    EXPECT_FALSE(e) << e.message();
+    g->stop();
+    g->join();
+    received = g->at(0).stats().raw_messages_received;
+    g.reset();  // the ring closes before a's message leaves
+    co_return;
+  }(group, received));
+  a.run([]() -> task<void> { co_await uring::nop(); }());  // reaps the settlement and any refusal
+  EXPECT_EQ(received + a.stats().messages_failed, 1u);
 }
 
 // A frame destroyed by its executor's shutdown may still send (here from a destructor): the message

@@ -106,16 +106,18 @@ class [[nodiscard]] io_awaitable : private operation {
 
   template <class Promise>
   [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<Promise> h) {
+    bool stoppable = token_.stop_possible();  // read once: the compiler cannot keep it across the stores below
     if constexpr (has_stop_token<Promise>) {
-      if (!token_.stop_possible()) [[likely]] {
+      if (!stoppable) [[likely]] {
         const std::stop_token& inherited = h.promise().stop_token();
-        if (inherited.stop_possible()) [[unlikely]] token_ = inherited;
+        if (inherited.stop_possible()) [[unlikely]] {
+          token_ = inherited;
+          stoppable = true;
+        }
       }
     }
     waiter = h;
-    if (!std::is_same_v<Payload, no_payload> || token_.stop_possible()) [[unlikely]] {
-      return start_special(executor_access::current(name_));
-    }
+    if (!std::is_same_v<Payload, no_payload> || stoppable) [[unlikely]] return start_special(executor_access::current(name_));
     // The common case (no stop token, no time, no owned data) goes straight into the SQ: keep it inline.
     executor& ex = executor_access::current(name_);
     if (!executor_access::start_inline(ex, *this)) [[unlikely]] executor_access::submit(ex, *this);
