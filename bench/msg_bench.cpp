@@ -1,7 +1,8 @@
 // Cross-thread ping-pong, two threads, one round trip per iteration (both sides sleep between messages,
 // so this measures the wake-up path, which the issue measured at ~0.09 M round trips/s for every
 // mechanism on this VM):
-//   pingpong/raw_msg_ring   two liburing rings, IORING_OP_MSG_RING each way, each side waiting in enter
+//   pingpong/raw_msg_ring   two liburing rings (the executor's default flags), IORING_OP_MSG_RING each
+//                           way, each side waiting in enter
 //   pingpong/uring_resume   a coroutine hopping between two executors of a group with resume_on, which
 //                           travels by MSG_RING between native executors
 //   pingpong/uring_resume_mailbox   the same with MSG_RING disabled: mailbox + eventfd wake
@@ -45,7 +46,12 @@ namespace {
 
 void BM_raw_msg_ring(benchmark::State& state) {
   io_uring a, b;
-  if (io_uring_queue_init(8, &a, 0) != 0 || io_uring_queue_init(8, &b, 0) != 0) throw std::runtime_error("setup");
+  // The executor's default setup flags, so that only the library differs.
+  io_uring_params pa{}, pb{};
+  pa.flags = pb.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
+  if (io_uring_queue_init_params(8, &a, &pa) != 0 || io_uring_queue_init_params(8, &b, &pb) != 0) {
+    throw std::runtime_error("setup");
+  }
   const auto rounds = static_cast<std::int64_t>(state.max_iterations);
   std::thread echo([&] {
     io_uring_cqe* cqe;

@@ -6,9 +6,9 @@
 //                             sleeping; every 64th idle spin yields, see spin_guard)
 //   <pattern>/asio_post       two boost::asio::io_context, each run() on its own thread; every message a
 //                             posted lambda, every 64th received posts a credit back to the sender
-//   bidir/raw_msg_ring        two liburing rings, each thread submitting 64 MSG_RINGs per enter to the
-//                             other while reaping its own CQ (pingpong and stream: msg_bench.cpp and
-//                             stream_bench.cpp)
+//   bidir/raw_msg_ring        two liburing rings (the executor's default flags), each thread
+//                             submitting 64 MSG_RINGs per enter to the other while reaping its own CQ
+//                             (pingpong and stream: msg_bench.cpp and stream_bench.cpp)
 // Streams and bidir keep at most 1024 messages in flight per direction (our credit window): the
 // receiver publishes its count, the sender sends at most 64 at once and never more than the window.
 // Receivers check that messages arrive in order; a benchmark whose messages did not reports an error.
@@ -81,7 +81,8 @@ class msg_ring_transport {
 
   msg_ring_transport() {
     io_uring_params p{};
-    p.flags = IORING_SETUP_CQSIZE;
+    // The executor's default setup flags (SUBMIT_ALL|COOP_TASKRUN), so that only the library differs.
+    p.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
     p.cq_entries = 4 * kWindow;
     for (endpoint& e : ends_) {
       io_uring_params q = p;

@@ -1,5 +1,6 @@
 // One-way message streams between two threads (items = messages):
-//   stream/raw_msg_ring    two liburing rings: the sender queues MSG_RINGs (CQE_SKIP_SUCCESS) and submits
+//   stream/raw_msg_ring    two liburing rings (the executor's default flags, SUBMIT_ALL|COOP_TASKRUN):
+//                          the sender queues MSG_RINGs (CQE_SKIP_SUCCESS) and submits
 //                          64 per enter, the receiver waits for and reaps CQEs; an atomic count of what was
 //                          reaped keeps at most 1024 in flight (what our credit window does)
 //   stream/uring_send      uring::send from a coroutine on one executor to an inbox on another
@@ -21,11 +22,14 @@ constexpr unsigned kWindow = 1024;
 constexpr unsigned kBatch = 64;
 
 void BM_raw_stream(benchmark::State& state) {
+  // The executor's default setup flags on both rings, so that only the library differs.
   io_uring tx, rx;
   io_uring_params p{};
-  p.flags = IORING_SETUP_CQSIZE;
-  p.cq_entries = 4096;
-  if (io_uring_queue_init(256, &tx, 0) != 0 || io_uring_queue_init_params(256, &rx, &p) != 0) {
+  p.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
+  io_uring_params q = p;
+  q.flags |= IORING_SETUP_CQSIZE;
+  q.cq_entries = 4096;
+  if (io_uring_queue_init_params(256, &tx, &p) != 0 || io_uring_queue_init_params(256, &rx, &q) != 0) {
     throw std::runtime_error("io_uring_queue_init");
   }
   const auto total = static_cast<std::uint64_t>(state.max_iterations);
