@@ -202,17 +202,17 @@ TEST_P(Messages, ASenderWithNothingDeliveredIsToldAtSettlement) {
   executor_group group(1, with_window(16));
   executor& b = group.at(0);
   executor a(options());
-  a.run([](executor_group& g, executor& b) -> task<void> {
-    auto e = uring::try_send(b, 5, 55);
+  a.run([](executor_group& g, executor& target) -> task<void> {
+    auto e = uring::try_send(target, 5, 55);
     EXPECT_FALSE(e) << e.message();
-    g.stop();  // b refuses further messages, drains its ring and settles before a's message leaves
+    g.stop();  // the target refuses further messages, drains its ring and settles before a's message leaves
     g.join();
     co_return;
   }(group, b));
   std::error_code after;
-  a.run([](executor& b, std::error_code& out) -> task<void> {
-    co_await uring::nop();  // reaps b's settlement
-    out = uring::try_send(b, 6, 66);
+  a.run([](executor& target, std::error_code& out) -> task<void> {
+    co_await uring::nop();  // reaps the target's settlement
+    out = uring::try_send(target, 6, 66);
   }(b, after));
   EXPECT_EQ(b.stats().raw_messages_received + a.stats().messages_failed, 1u) << "the message vanished unreported";
   EXPECT_EQ(after.value(), ESHUTDOWN) << after.message();
@@ -224,12 +224,12 @@ TEST_P(Messages, AMessageBothSettledAndRefusedIsCountedOnce) {
   auto group = std::make_unique<executor_group>(1, with_window(16));
   std::uint64_t received = 0;
   executor a(options());
-  a.run([](std::unique_ptr<executor_group>& g, std::uint64_t& received) -> task<void> {
+  a.run([](std::unique_ptr<executor_group>& g, std::uint64_t& arrived) -> task<void> {
     auto e = uring::try_send(g->at(0), 5, 55);
     EXPECT_FALSE(e) << e.message();
     g->stop();
     g->join();
-    received = g->at(0).stats().raw_messages_received;
+    arrived = g->at(0).stats().raw_messages_received;
     g.reset();  // the ring closes before a's message leaves
     co_return;
   }(group, received));
