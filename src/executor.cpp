@@ -224,15 +224,15 @@ struct executor::impl {
     resuming.clear();
   }
 
-  // Completes every available completion. During shutdown the completions are only counted: nothing is
-  // resumed, because the frames are about to be destroyed.
-  // Completions are read in place from a native ring's CQ (cq_view); through the backend's reap() where
-  // it has parked some, where the kernel holds more than the ring shows, and on the emulated backend.
+  // A native ring's CQ, read here directly (the backend's reap() serves where it has parked completions,
+  // where the kernel holds more than the ring shows, and on the emulated backend).
   detail::cq_view cq;
 
-  // A batch is copied out and its slots released before any of it runs: a completion may start work
-  // that enters the kernel, and an enter that finds the CQ full parks what the ring holds in the
-  // backend (moving the head), which must not happen under a walk of the ring in place.
+  // Completes every available completion. During shutdown the completions are only counted: nothing is
+  // resumed, because the frames are about to be destroyed. A batch is copied out and its slots released
+  // before any of it runs: a completion may start work that enters the kernel, and an enter that finds
+  // the CQ full parks what the ring holds in the backend (moving the head), which must not happen under
+  // a walk of the ring in place.
   void reap_and_complete() {
     constexpr unsigned kBatch = 64;
     detail::completion batch[kBatch];

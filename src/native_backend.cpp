@@ -218,8 +218,19 @@ class native_backend final : public backend {
   native_backend& operator=(const native_backend&) = delete;
 
   void submit(operation* first, bool wait) override {
-    // The hot path claims SQ slots from a local cursor: one read of the kernel's head per batch instead
-    // of liburing's checks per SQE. Anything unusual goes through prepare() with the cursor put back.
+    if (first != nullptr) take_list(first);  // a turn whose operations all went inline has none
+    // Completions already parked here (an operation cancelled before it reached the kernel) are ready:
+    // waiting for the kernel now could wait forever. Nor is there a wait when the CQ already holds
+    // completions (posted since the last reap, e.g. another thread's messages): liburing enters for any
+    // wait, and on this VM that syscall (~1.4 us) was most of a streaming receiver's time; with nothing
+    // to submit either, no syscall is made at all.
+    enter(wait && backlog_.empty() && io_uring_cq_ready(&ring_) == 0 ? 1 : 0);
+  }
+
+  // Writes the list's operations into the SQ. The hot path claims SQ slots from a local cursor: one read
+  // of the kernel's head per batch instead of liburing's checks per SQE. Anything unusual goes through
+  // prepare() with the cursor put back.
+  void take_list(operation* first) {
     unsigned tail = ring_.sq.sqe_tail;
     unsigned free = sq_free(tail);
     for (operation* op = first; op != nullptr; op = op->next) {
@@ -248,12 +259,6 @@ class native_backend final : public backend {
       }
     }
     ring_.sq.sqe_tail = tail;
-    // Completions already parked here (an operation cancelled before it reached the kernel) are ready:
-    // waiting for the kernel now could wait forever. Nor is there a wait when the CQ already holds
-    // completions (posted since the last reap, e.g. another thread's messages): liburing enters for any
-    // wait, and on this VM that syscall (~1.4 us) was most of a streaming receiver's time; with nothing
-    // to submit either, no syscall is made at all.
-    enter(wait && backlog_.empty() && io_uring_cq_ready(&ring_) == 0 ? 1 : 0);
   }
 
   void flush() override {
