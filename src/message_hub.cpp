@@ -292,7 +292,7 @@ void message_hub::settle() noexcept {
 void message_hub::add_sender(std::uint32_t sender_key) noexcept {
   std::lock_guard lock(senders_mutex_);
   try {
-    senders_.push_back(sender_key);
+    senders_.insert(sender_key);
   } catch (const std::bad_alloc&) {
     // Without memory this sender goes untold at settlement: its next send still fails ESHUTDOWN.
   }

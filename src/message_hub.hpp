@@ -15,7 +15,7 @@
 #include <mutex>
 #include <system_error>
 #include <unordered_map>
-#include <vector>
+#include <unordered_set>
 
 #include "uring/executor.hpp"
 #include "uring/message.hpp"
@@ -105,8 +105,8 @@ class message_hub {
   message_waiter* receivers_head_ = nullptr;
   message_waiter* receivers_tail_ = nullptr;
   std::unordered_map<std::uint32_t, std::uint32_t> consumed_;  // by sender key: taken, not yet credited
-  std::mutex senders_mutex_;            // add_sender comes from the senders' threads
-  std::vector<std::uint32_t> senders_;  // every sender key that ever sent here
+  std::mutex senders_mutex_;  // add_sender comes from the senders' threads
+  std::unordered_set<std::uint32_t> senders_;  // every sender key that ever sent here (16-bit: bounded)
   bool closed_ = false;
   bool settled_ = false;
   bool quiescing_ = false;
