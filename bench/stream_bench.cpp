@@ -98,6 +98,7 @@ void uring_stream(benchmark::State& state, uring::executor_options opts) {
   const double n = static_cast<double>(state.iterations());
   state.counters["rx_enters_per_msg"] = static_cast<double>(group.at(1).stats().enters) / n;
   state.counters["tx_enters_per_msg"] = static_cast<double>(group.at(0).stats().enters) / n;
+  state.counters["tx_doorbells_per_msg"] = static_cast<double>(group.at(0).stats().doorbells) / n;
 }
 
 void BM_uring_stream(benchmark::State& state) { uring_stream(state, {}); }
