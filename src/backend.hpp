@@ -65,10 +65,9 @@ class backend {
   // Queues an IORING_OP_MSG_RING to the ring `target_fd` that posts a CQE with user_data `data` there;
   // if it fails, a CQE with user_data `failed` comes back here. Native backends only.
   virtual void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) = 0;
-  // A raw message: IORING_OP_MSG_RING posting {res = value, user_data = data, flags = cqe_flags} on the
-  // target (IORING_MSG_RING_FLAGS_PASS); on failure a CQE with user_data `failed` comes back here.
-  virtual void send_raw(int target_fd, std::int32_t value, std::uint64_t data, std::uint32_t cqe_flags,
-                        std::uint64_t failed) = 0;
+  // Submits what the SQ holds until it has a free entry, for SQEs written in place (write_raw_message).
+  // Native backends only.
+  virtual void make_sq_room() = 0;
   // This ring's fd for other rings' messages, or -1 (emulated).
   [[nodiscard]] virtual int ring_fd() const noexcept = 0;
 
@@ -104,17 +103,16 @@ class backend {
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;
 };
 
-// A raw message written straight into a native ring's SQ (executor_access::raw_send), as send_raw
-// prepares it through liburing, which stays the way when the SQ is full: IORING_OP_MSG_RING posting
-// {res = value, user_data = data, flags = cqe_flags} on the target ring (IORING_MSG_RING_FLAGS_PASS, 6.3;
-// liburing 2.3 lacks it), with IOSQE_CQE_SKIP_SUCCESS, and a CQE with user_data `failed` back here if
-// the kernel refuses it. native_backend.cpp checks these numbers against the kernel's. False: no room.
+// A raw message written straight into a native ring's SQ (executor_access::raw_send; the one encoding
+// of it): IORING_OP_MSG_RING posting {res = value, user_data = data, flags = cqe_flags} on the target
+// ring (IORING_MSG_RING_FLAGS_PASS, 6.3; liburing 2.3 lacks it), with IOSQE_CQE_SKIP_SUCCESS, and a CQE
+// with user_data `failed` back here if the kernel refuses it. native_backend.cpp checks these numbers
+// against the kernel's. Requires q.sqes. False: the SQ is full (backend::make_sq_room, then again).
 inline constexpr std::uint8_t kOpMsgRing = 40;
 inline constexpr std::uint8_t kSqeCqeSkipSuccess = 1u << 6;
 inline constexpr std::uint32_t kMsgRingFlagsPass = 1u << 1;
 inline bool write_raw_message(op_queue& q, int target_fd, std::int32_t value, std::uint64_t data,
                               std::uint32_t cqe_flags, std::uint64_t failed) noexcept {
-  if (q.sqes == nullptr) return false;
   std::uint64_t* const w = q.claim_sqe();
   if (w == nullptr) return false;
   w[0] = kOpMsgRing | std::uint64_t{kSqeCqeSkipSuccess} << 8 | std::uint64_t{static_cast<std::uint32_t>(target_fd)} << 32;

@@ -259,9 +259,7 @@ class emulated_backend final : public backend {
   void send_message(int, std::uint64_t, std::uint64_t) override {
     throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
   }
-  void send_raw(int, std::int32_t, std::uint64_t, std::uint32_t, std::uint64_t) override {
-    throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
-  }
+  void make_sq_room() override { throw std::logic_error("emulated backend: there is no SQ to write in place"); }
   int ring_fd() const noexcept override { return -1; }
 
   // The eventfd slot, as the kernel keeps it: one fd, signalled once per turn that posted completions.

@@ -813,8 +813,8 @@ bool executor_access::raw_send(executor& from, executor& to, const message& m) n
   if (src.raw_ring_ok && dest.raw_ring_ok && src.backend && !src.queue.closed) {
     if (dest.refusing_messages.load(std::memory_order_acquire)) return false;
     const std::uint64_t failed = (std::uint64_t{dest.hub->key()} << 3) | kRawSendFailedTag;
-    if (!write_raw_message(src.queue, dest.ring_fd, m.value, m.data, src.hub->cqe_flags(), failed)) [[unlikely]] {
-      src.backend->send_raw(dest.ring_fd, m.value, m.data, src.hub->cqe_flags(), failed);  // SQ full
+    while (!write_raw_message(src.queue, dest.ring_fd, m.value, m.data, src.hub->cqe_flags(), failed)) [[unlikely]] {
+      src.backend->make_sq_room();  // the SQ is full: submit what it holds (counted in sq_full_flushes)
     }
   } else {
     auto* node = new (std::nothrow) raw_node(m, src.hub->key());

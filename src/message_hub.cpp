@@ -126,7 +126,7 @@ message_hub::peer& message_hub::peer_for(executor& target) {
     p.introduced_to = &target;
   }
   p.target = &target;
-  p.window = executor_access::hub(target).window();
+  p.window = receiver.window();
   last_target_ = &target;
   last_peer_ = &p;
   return p;

@@ -295,14 +295,7 @@ class native_backend final : public backend {
     io_uring_sqe_set_data64(sqe, failed);
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;  // success costs the sender no CQE
   }
-  void send_raw(int target_fd, std::int32_t value, std::uint64_t data, std::uint32_t cqe_flags,
-                std::uint64_t failed) override {
-    io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_msg_ring(sqe, target_fd, static_cast<unsigned>(value), data, kMsgRingFlagsPass);
-    sqe->file_index = cqe_flags;
-    io_uring_sqe_set_data64(sqe, failed);
-    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-  }
+  void make_sq_room() override { flush_until_free(1); }
   int ring_fd() const noexcept override { return ring_.ring_fd; }
 
   bool poll_completions() override {

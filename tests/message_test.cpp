@@ -194,6 +194,24 @@ TEST_P(Messages, TargetStoppedMidStream) {
       << "a message whose send completed vanished";
 }
 
+// A burst of raw messages larger than the sender's submission queue, sent in one turn: natively each
+// message is written into the SQ in place, and a full SQ is submitted to make room (sq_full_flushes)
+// rather than losing or reordering anything.
+TEST_P(Messages, ABurstLargerThanTheSubmissionQueueArrivesInOrder) {
+  executor_group group(1, with_window(kWindow));
+  std::promise<long> bad;
+  uring::spawn(group.at(0), [](std::promise<long>& out) -> task<void> { out.set_value(co_await receive_sequenced(kWindow, 1)); }(bad));
+  auto opts = options();
+  opts.sq_entries = 4;
+  executor a(opts);
+  a.run(send_sequenced(group.at(0), kWindow, 0));  // the window lets all of them go without suspending
+  EXPECT_EQ(bad.get_future().get(), 0);
+  EXPECT_EQ(a.stats().raw_messages_sent, kWindow);
+  if (a.plan().msg_ring && a.plan().backend == uring::backend_kind::native && group.at(0).plan().msg_ring) {
+    EXPECT_GT(a.stats().sq_full_flushes, 0u) << "the burst never filled the SQ: the test does not test it";
+  }
+}
+
 // A sender none of whose messages arrived before the target's last drain is told at the target's
 // settlement too: here the one message leaves the sender's ring (at the end of its run) only after the
 // target has stopped, drained and settled, so natively it lands in a ring nobody reads. It must be
