@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 
+#include "liburing_compat.hpp"
 #include "uring/detail/operation.hpp"
 #include "uring/executor.hpp"
 #include "uring/plan.hpp"
@@ -110,7 +111,6 @@ class backend {
 // against the kernel's. Requires q.sqes. False: the SQ is full (backend::make_sq_room, then again).
 inline constexpr std::uint8_t kOpMsgRing = 40;
 inline constexpr std::uint8_t kSqeCqeSkipSuccess = 1u << 6;
-inline constexpr std::uint32_t kMsgRingFlagsPass = 1u << 1;
 inline bool write_raw_message(op_queue& q, int target_fd, std::int32_t value, std::uint64_t data,
                               std::uint32_t cqe_flags, std::uint64_t failed) noexcept {
   std::uint64_t* const w = q.claim_sqe();

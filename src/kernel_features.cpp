@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "liburing_compat.hpp"
 #include "setup_error.hpp"
 #include "uring/plan.hpp"
 
@@ -66,10 +67,10 @@ std::string feature_name(unsigned bit) {
 
 namespace {
 
-// liburing 2.3 predates IORING_REGISTER_SEND_MSG_RING (kernel 6.13): a "blind" register opcode, issued with
-// fd -1, that posts a MSG_RING's CQE to the target ring without needing a ring of the sender's own.
-constexpr unsigned kRegisterSendMsgRing = 31;
-constexpr unsigned kMsgRingFlagsPass = 1u << 1;       // IORING_MSG_RING_FLAGS_PASS (liburing 2.3 lacks it)
+// IORING_REGISTER_SEND_MSG_RING is a "blind" register opcode, issued with fd -1, that posts a MSG_RING's
+// CQE to the target ring without needing a ring of the sender's own (liburing_compat.hpp).
+using detail::kMsgRingFlagsPass;
+using detail::kRegisterSendMsgRing;
 constexpr std::uint32_t kProbeCqeFlags = 0x5a5a0000;  // flags no kernel would set on its own
 
 // What the messaging probes send: values no other CQE on a fresh ring could carry by accident.

@@ -564,7 +564,6 @@ class native_backend final : public backend {
 }  // namespace
 
 int send_msg_ring_from_anywhere(int ring_fd, std::uint64_t data) noexcept {
-  constexpr unsigned kRegisterSendMsgRing = 31;  // IORING_REGISTER_SEND_MSG_RING (6.13; liburing 2.3 lacks it)
   io_uring_sqe sqe{};
   io_uring_prep_msg_ring(&sqe, ring_fd, 0, data, 0);
   return ::syscall(__NR_io_uring_register, -1, kRegisterSendMsgRing, &sqe, 1) < 0 ? -errno : 0;
