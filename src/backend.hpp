@@ -9,6 +9,7 @@
 // fire-and-forget requests (a cancel), whose completions the executor ignores.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -39,6 +40,19 @@ struct cq_view {
   unsigned more_flags = 0;  // kflags bits that mean "the kernel holds completions the ring does not show"
   unsigned overflow_flag = 0;  // the kflags bit that means "the CQ overflowed" (executor_stats::cq_overflows)
   const std::deque<completion>* backlog = nullptr;
+
+  [[nodiscard]] unsigned flags() const noexcept { return __atomic_load_n(kflags, __ATOMIC_RELAXED); }
+  [[nodiscard]] bool empty() const noexcept { return *khead == __atomic_load_n(ktail, __ATOMIC_ACQUIRE); }
+  // Copies up to `max` CQEs out of the ring and releases their slots in one store, before any of them is
+  // completed: a completion may start work that enters the kernel, and an enter that finds the CQ full
+  // parks what the ring holds (moving the head), which must not happen under a walk of the ring in place.
+  unsigned take(completion* out, unsigned max) const noexcept {
+    const unsigned head = *khead;
+    const unsigned n = std::min(__atomic_load_n(ktail, __ATOMIC_ACQUIRE) - head, max);
+    for (unsigned i = 0; i < n; ++i) out[i] = cqes[(head + i) & mask];
+    __atomic_store_n(khead, head + n, __ATOMIC_RELEASE);
+    return n;
+  }
 };
 
 class backend {

@@ -5,7 +5,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <mutex>
@@ -229,36 +228,25 @@ struct executor::impl {
   detail::cq_view cq;
 
   // Completes every available completion. During shutdown the completions are only counted: nothing is
-  // resumed, because the frames are about to be destroyed. A batch is copied out and its slots released
-  // before any of it runs: a completion may start work that enters the kernel, and an enter that finds
-  // the CQ full parks what the ring holds in the backend (moving the head), which must not happen under
-  // a walk of the ring in place.
+  // resumed, because the frames are about to be destroyed.
   void reap_and_complete() {
     constexpr unsigned kBatch = 64;
     detail::completion batch[kBatch];
     if (cq.cqes != nullptr) [[likely]] {
       while (cq.backlog->empty()) {
-        const unsigned head = *cq.khead;
-        const unsigned tail = __atomic_load_n(cq.ktail, __ATOMIC_ACQUIRE);
-        const unsigned kflags = __atomic_load_n(cq.kflags, __ATOMIC_RELAXED);
-        if (head == tail) {
+        const unsigned kflags = cq.flags();
+        if (cq.empty()) {
           if (!(kflags & cq.more_flags)) return;
           break;  // overflowed or deferred completions: the backend's reap brings them in (and counts)
         }
         if (kflags & cq.overflow_flag) ++stats.cq_overflows;  // once per reap that sees it, as the backend
-        const unsigned n = std::min(tail - head, kBatch);
-        for (unsigned i = 0; i < n; ++i) {
-          batch[i] = cq.cqes[(head + i) & cq.mask];
-          prefetch_target(batch[i]);
-        }
-        __atomic_store_n(cq.khead, head + n, __ATOMIC_RELEASE);
+        const unsigned n = cq.take(batch, kBatch);
         dispatch_batch(batch, n);
         if (n < kBatch) return;  // what came meanwhile waits for the next turn, as it would anyway
       }
     }
     for (;;) {
       const auto n = static_cast<unsigned>(backend->reap(batch, kBatch));
-      for (unsigned i = 0; i < n; ++i) prefetch_target(batch[i]);
       dispatch_batch(batch, n);
       if (n < kBatch) return;
     }
@@ -266,6 +254,7 @@ struct executor::impl {
 
   void dispatch_batch(const detail::completion* batch, unsigned n) {
     stats.cqes += n;
+    for (unsigned i = 0; i < n; ++i) prefetch_target(batch[i]);
     for (unsigned i = 0; i < n; ++i) dispatch(batch[i]);
   }
 

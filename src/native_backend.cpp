@@ -154,6 +154,14 @@ class native_backend final : public backend {
       }
     }
     if (restricted) restrict_and_enable(plan.allowed_ops);
+    cq_ = cq_view{.cqes = reinterpret_cast<const completion*>(ring_.cq.cqes),
+                  .khead = ring_.cq.khead,
+                  .ktail = ring_.cq.ktail,
+                  .kflags = ring_.sq.kflags,
+                  .mask = ring_.cq.ring_mask,
+                  .more_flags = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN,
+                  .overflow_flag = IORING_SQ_CQ_OVERFLOW,
+                  .backlog = &backlog_};
   }
 
   ~native_backend() override { io_uring_queue_exit(&ring_); }
@@ -319,16 +327,7 @@ class native_backend final : public backend {
     q.started = stats_.ops.data();
   }
 
-  void offer_inline_cq(cq_view& v) noexcept override {
-    v.cqes = reinterpret_cast<const completion*>(ring_.cq.cqes);
-    v.khead = ring_.cq.khead;
-    v.ktail = ring_.cq.ktail;
-    v.kflags = ring_.sq.kflags;
-    v.mask = ring_.cq.ring_mask;
-    v.more_flags = IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN;
-    v.overflow_flag = IORING_SQ_CQ_OVERFLOW;
-    v.backlog = &backlog_;
-  }
+  void offer_inline_cq(cq_view& v) noexcept override { v = cq_; }
 
   int register_eventfd(int fd, bool async_only) override {
     return async_only ? io_uring_register_eventfd_async(&ring_, fd) : io_uring_register_eventfd(&ring_, fd);
@@ -514,27 +513,18 @@ class native_backend final : public backend {
     }
   }
 
-  // Copies up to `max` CQEs out of the ring and releases their slots in one store. When the ring looks
-  // empty but the kernel holds overflowed completions (or deferred task work), one GETEVENTS enter
-  // brings them in; liburing's peek helpers do the same, at a call and an array copy more per CQE.
+  // Copies up to `max` CQEs out of the ring (cq_view::take). When the ring looks empty but the kernel
+  // holds overflowed completions (or deferred task work), one GETEVENTS enter brings them in; liburing's
+  // peek helpers do the same, at a call and an array copy more per CQE.
   std::size_t take_cqes(completion* out, std::size_t max) {
-    unsigned head = *ring_.cq.khead;
-    unsigned tail = io_uring_smp_load_acquire(ring_.cq.ktail);
-    const unsigned kflags = IO_URING_READ_ONCE(*ring_.sq.kflags);
-    if (kflags & IORING_SQ_CQ_OVERFLOW) ++stats_.cq_overflows;  // counted once per reap that sees it
-    if (head == tail) {
-      if (!(kflags & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN))) return 0;
+    const unsigned kflags = cq_.flags();
+    if (kflags & cq_.overflow_flag) ++stats_.cq_overflows;  // counted once per reap that sees it
+    if (cq_.empty()) {
+      if (!(kflags & cq_.more_flags)) return 0;
       ++stats_.enters;
       io_uring_get_events(&ring_);
-      tail = io_uring_smp_load_acquire(ring_.cq.ktail);
     }
-    auto n = static_cast<unsigned>(std::min<std::size_t>(tail - head, max));
-    for (unsigned i = 0; i < n; ++i) {
-      const io_uring_cqe& cqe = ring_.cq.cqes[(head + i) & ring_.cq.ring_mask];
-      out[i] = completion{cqe.user_data, cqe.res, cqe.flags};
-    }
-    io_uring_smp_store_release(ring_.cq.khead, head + n);
-    return n;
+    return cq_.take(out, static_cast<unsigned>(max));  // max: a batch of at most 64
   }
 
   std::size_t park_completions() {
@@ -551,6 +541,7 @@ class native_backend final : public backend {
   }
 
   io_uring ring_{};
+  cq_view cq_;  // the ring's CQ, as the executor reads it too (offer_inline_cq)
   executor_stats& stats_;
   std::deque<completion> backlog_;
   unsigned features_ = 0;
