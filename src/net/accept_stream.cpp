@@ -142,7 +142,6 @@ executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_h
   return &ex;
 }
 
-
 net::tcp_stream state_resume(accept_state& s) {
   const bool timed_out = std::exchange(s.timed_out, false);
   if (!s.ready.empty()) {  // a connection that came with the deadline wins over it
