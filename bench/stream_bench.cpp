@@ -9,6 +9,8 @@
 #include <benchmark/benchmark.h>
 #include <liburing.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <latch>
 #include <stdexcept>
@@ -17,6 +19,23 @@
 #include <uring/uring.hpp>
 
 namespace {
+
+// The calling thread's CPU time so far, user and system, in ns: the sender is the bottleneck, and its
+// CPU time per message is steadier than the throughput on a shared machine.
+struct thread_cpu {
+  double user_ns = 0, sys_ns = 0;
+  static thread_cpu now() {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    auto ns = [](const timeval& t) { return 1e9 * static_cast<double>(t.tv_sec) + 1e3 * static_cast<double>(t.tv_usec); };
+    return {ns(u.ru_utime), ns(u.ru_stime)};
+  }
+  void report(benchmark::State& state, const thread_cpu& start) const {
+    const auto n = static_cast<double>(state.iterations());
+    state.counters["tx_user_ns"] = (user_ns - start.user_ns) / n;
+    state.counters["tx_sys_ns"] = (sys_ns - start.sys_ns) / n;
+  }
+};
 
 constexpr unsigned kWindow = 1024;
 constexpr unsigned kBatch = 64;
@@ -34,11 +53,15 @@ void BM_raw_stream(benchmark::State& state) {
   }
   const auto total = static_cast<std::uint64_t>(state.max_iterations);
   std::atomic<std::uint64_t> reaped{0};
+  std::uint64_t rx_waits = 0;  // waits that found the CQ empty, so entered the kernel
   std::thread receiver([&] {
     std::uint64_t got = 0;
     io_uring_cqe* cqe;
     while (got < total) {
-      io_uring_wait_cqe(&rx, &cqe);
+      if (io_uring_peek_cqe(&rx, &cqe) != 0) {
+        ++rx_waits;
+        io_uring_wait_cqe(&rx, &cqe);
+      }
       unsigned head, n = 0;
       io_uring_for_each_cqe(&rx, head, cqe) { ++n; }
       io_uring_cq_advance(&rx, n);
@@ -47,6 +70,7 @@ void BM_raw_stream(benchmark::State& state) {
     }
   });
   std::uint64_t sent = 0;
+  const thread_cpu start = thread_cpu::now();
   while (state.KeepRunningBatch(kBatch)) {
     while (sent + kBatch - reaped.load(std::memory_order_acquire) > kWindow) std::this_thread::yield();
     for (unsigned i = 0; i < kBatch; ++i) {
@@ -64,8 +88,10 @@ void BM_raw_stream(benchmark::State& state) {
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
     io_uring_submit(&tx);
   }
+  thread_cpu::now().report(state, start);
   receiver.join();
   state.SetItemsProcessed(state.iterations());
+  state.counters["rx_enters_per_msg"] = static_cast<double>(rx_waits) / static_cast<double>(state.iterations());
   io_uring_queue_exit(&tx);
   io_uring_queue_exit(&rx);
 }
@@ -78,10 +104,12 @@ uring::task<void> drain(std::uint64_t n, std::latch& done) {
 
 uring::task<void> pour(benchmark::State& state, uring::executor& to, std::latch& done) {
   std::uint64_t sent = 0;
+  const thread_cpu start = thread_cpu::now();
   while (state.KeepRunningBatch(kBatch)) {
     for (unsigned i = 0; i < kBatch; ++i) co_await uring::send(to, 1, sent++);
   }
   while (sent < static_cast<std::uint64_t>(state.max_iterations)) co_await uring::send(to, 1, sent++);
+  thread_cpu::now().report(state, start);
   done.count_down();
 }
 

@@ -446,7 +446,9 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
   impl_->ring_fd = impl_->backend->ring_fd();
   if (impl_->msg_ring_ok && impl_->plan.send_msg_ring) impl_->doorbell_fd = impl_->ring_fd;
-  impl_->hub = std::make_unique<detail::message_hub>(*this, impl_->stats, opts.message_window);
+  impl_->hub = std::make_unique<detail::message_hub>(
+      *this, impl_->stats, opts.message_window,
+      detail::raw_route{&queue_, impl_->raw_ring_ok, impl_->ring_fd, &impl_->refusing_messages});
 }
 
 executor::~executor() {
@@ -774,6 +776,14 @@ void executor_access::eventfd_enable(executor& ex, std::uint64_t id, bool on) {
 }
 
 detail::message_hub& executor_access::hub(executor& ex) noexcept { return *ex.impl_->hub; }
+
+// Here rather than in message_hub.cpp: the thread's executor and its hub are read in place, so that a
+// send is one call (uring::send's await_ready), not four.
+std::error_code try_send_message(executor& target, const message& m) noexcept {
+  executor* from = t_running;
+  if (from == nullptr) [[unlikely]] return std::make_error_code(std::errc::operation_not_permitted);
+  return executor_access::hub(*from).try_send(target, m);
+}
 
 bool executor_access::accepts_posts(executor& ex) noexcept {
   return !ex.impl_->refusing_messages.load(std::memory_order_acquire);

@@ -102,12 +102,13 @@ std::error_code shutdown_error() noexcept { return {ESHUTDOWN, std::system_categ
 
 }  // namespace
 
-message_hub::message_hub(executor& self, executor_stats& stats, unsigned window)
+message_hub::message_hub(executor& self, executor_stats& stats, unsigned window, raw_route route)
     : self_(self),
       stats_(stats),
       window_(std::max(window, 2u)),
       id_(registry::instance().join(self)),
-      key_(static_cast<std::uint32_t>(id_ & 0xffff)) {}
+      key_(static_cast<std::uint32_t>(id_ & 0xffff)),
+      route_(route) {}
 
 message_hub::~message_hub() { leave_registry(); }
 
@@ -127,18 +128,22 @@ message_hub::peer& message_hub::peer_for(executor& target) {
   }
   p.target = &target;
   p.window = receiver.window();
+  p.by_ring = route_.by_ring && receiver.route_.by_ring;
+  p.ring_fd = receiver.route_.ring_fd;
+  p.failed_tag = (std::uint64_t{receiver.key()} << 3) | kRawSendFailedTag;
+  p.refusing = receiver.route_.refusing;
   last_target_ = &target;
   last_peer_ = &p;
   return p;
 }
 
-std::error_code message_hub::try_send(executor& target, const message& m) noexcept {
-  peer& p = peer_for(target);
+// Everything but the inline case: errors, a full window, the mailbox, a full SQ (raw_send makes room).
+std::error_code message_hub::try_send_slow(peer& p, const message& m) noexcept {
   if (p.broken) return p.broken;
   if (p.head != nullptr || p.in_flight >= p.window) {
     return std::make_error_code(std::errc::resource_unavailable_try_again);
   }
-  if (!executor_access::raw_send(self_, target, m)) return shutdown_error();
+  if (!executor_access::raw_send(self_, *p.target, m)) return shutdown_error();
   ++p.in_flight;
   return {};
 }
@@ -299,12 +304,6 @@ void message_hub::add_sender(std::uint32_t sender_key) noexcept {
 }
 
 // --- the functions behind uring/message.hpp -----------------------------------------------------------
-
-std::error_code try_send_message(executor& target, const message& m) noexcept {
-  executor* from = running_executor();
-  if (from == nullptr) return std::make_error_code(std::errc::operation_not_permitted);
-  return executor_access::hub(*from).try_send(target, m);
-}
 
 void park_sender(executor& target, message_waiter& w) {
   executor_access::hub(executor_access::current("uring::send")).park_sender(target, w);

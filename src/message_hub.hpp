@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backend.hpp"
 #include "uring/executor.hpp"
 #include "uring/message.hpp"
 
@@ -27,9 +28,17 @@ namespace uring::detail {
 inline constexpr std::uint32_t kRawMessageFlag = 1u << 14;
 inline constexpr std::uint64_t kRawSendFailedTag = 3;  // user_data tag: our raw MSG_RING failed
 
+// How raw messages leave and reach an executor, fixed when it is built (executor.cpp).
+struct raw_route {
+  op_queue* queue = nullptr;  // the executor's SQ, for MSG_RINGs written in place
+  bool by_ring = false;       // native, MSG_RING planned, CQE flags passed: raw messages go by MSG_RING
+  int ring_fd = -1;
+  const std::atomic<bool>* refusing = nullptr;  // set once the executor no longer accepts messages
+};
+
 class message_hub {
  public:
-  message_hub(executor& self, executor_stats& stats, unsigned window);
+  message_hub(executor& self, executor_stats& stats, unsigned window, raw_route route);
   ~message_hub();
   message_hub(const message_hub&) = delete;
   message_hub& operator=(const message_hub&) = delete;
@@ -44,8 +53,19 @@ class message_hub {
   [[nodiscard]] std::uint32_t cqe_flags() const noexcept { return kRawMessageFlag | (key_ << 16); }
   [[nodiscard]] unsigned window() const noexcept { return window_; }
 
-  // Sender side.
-  std::error_code try_send(executor& target, const message& m) noexcept;
+  // Sender side. The common case (a stream to the last target, both rings native, credit left, SQ
+  // room) is inline: one MSG_RING written into our SQ, no call.
+  [[gnu::always_inline]] std::error_code try_send(executor& target, const message& m) noexcept {
+    peer& p = &target == last_target_ ? *last_peer_ : peer_for(target);
+    if (p.by_ring && p.head == nullptr && p.in_flight < p.window && !p.broken && !route_.queue->closed &&
+        !p.refusing->load(std::memory_order_acquire) &&
+        write_raw_message(*route_.queue, p.ring_fd, m.value, m.data, cqe_flags(), p.failed_tag)) [[likely]] {
+      ++stats_.raw_messages_sent;
+      ++p.in_flight;
+      return {};
+    }
+    return try_send_slow(p, m);
+  }
   void park_sender(executor& target, message_waiter& w);
   void on_credit(std::uint32_t receiver_key, std::uint32_t n) noexcept;
   // The kernel refused one of our MSG_RINGs to that receiver (its ring closed): counted, the pair broken.
@@ -74,6 +94,11 @@ class message_hub {
   struct peer {
     executor* target = nullptr;
     unsigned window = 0;  // the target's message_window (immutable): no call into it per send
+    // How to reach the target by MSG_RING (its raw_route, fixed): no call into it per send.
+    bool by_ring = false;  // both executors send raw messages by MSG_RING
+    int ring_fd = -1;
+    std::uint64_t failed_tag = 0;  // user_data of the CQE that comes back if the kernel refuses one
+    const std::atomic<bool>* refusing = nullptr;
     std::uint32_t in_flight = 0;
     message_waiter* head = nullptr;  // blocked senders, oldest first
     message_waiter* tail = nullptr;
@@ -85,7 +110,8 @@ class message_hub {
     std::uint32_t sender;
   };
 
-  peer& peer_for(executor& target);
+  [[gnu::noinline]] peer& peer_for(executor& target);
+  std::error_code try_send_slow(peer& p, const message& m) noexcept;
   void fail_waiters(peer& p) noexcept;
   void consumed_from(std::uint32_t sender_key) noexcept;
   void send_credit(std::uint32_t sender_key, std::uint32_t n, bool closed = false) noexcept;
@@ -95,6 +121,7 @@ class message_hub {
   const unsigned window_;
   const std::uint64_t id_;
   const std::uint32_t key_;
+  const raw_route route_;
   bool left_ = false;
   std::unordered_map<std::uint32_t, peer> peers_;  // by target key (references stay valid)
   executor* last_target_ = nullptr;               // a stream sends to one target: skip the lookup

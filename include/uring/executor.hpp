@@ -41,7 +41,7 @@ struct executor_stats {
   std::uint64_t enters = 0;           // io_uring_enter calls (submit, wait, or both)
   std::uint64_t sqes = 0;             // operations handed to the kernel
   std::uint64_t cqes = 0;             // completions reaped
-  std::uint64_t sq_full_flushes = 0;  // early submits because the SQ was full
+  std::uint64_t sq_full_flushes = 0;  // early submits: the SQ was full, or held 64 raw messages
   std::uint64_t cq_backlogged = 0;    // completions parked while the kernel reported a busy CQ
   std::uint64_t cq_overflows = 0;     // reaps that found completions kept aside by the kernel (CQ full, NODROP)
   std::uint64_t registered_ring_fallbacks = 0;  // ring fd could not be registered (slots used up)

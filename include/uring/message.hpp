@@ -7,7 +7,8 @@
 // A message is an int32 `value` and a uint64 `data`, all 96 bits the user's. Between two native
 // executors it is one IORING_OP_MSG_RING: the kernel posts it as a CQE on the target's ring, marked as
 // ours by CQE flags the sender sets (IORING_MSG_RING_FLAGS_PASS, kernel 6.3+), and a successful send costs
-// the sender no CQE (IOSQE_CQE_SKIP_SUCCESS) and no syscall of its own (it leaves with the turn's enter).
+// the sender no CQE (IOSQE_CQE_SKIP_SUCCESS) and no syscall of its own: it leaves with the turn's enter,
+// or with the next 63 of a longer burst (the kernel takes a stream of them fastest in batches of 64).
 // Elsewhere (emulated backend, MSG_RING disabled or too old) it travels through the target's mailbox,
 // with the same order and limits.
 //

@@ -228,11 +228,14 @@ struct op_queue {
 
   // The next free SQE of the native ring, as eight words to fill (sqe_image's layout), or null when the
   // SQ is full. Requires sqes. commit_sqe() hands it to the next enter.
-  std::uint64_t* claim_sqe() noexcept {
+  // With `most` (at most sq_entries), also null once `most` SQEs wait for the kernel.
+  std::uint64_t* claim_sqe() noexcept { return claim_sqe(sq_entries); }
+  std::uint64_t* claim_sqe(unsigned most) noexcept {
     const unsigned at = *sqe_tail;
-    if (static_cast<int>(sq_limit - at) <= 0) [[unlikely]] {
+    const int spare = static_cast<int>(sq_entries - most);  // room that must stay free
+    if (static_cast<int>(sq_limit - at) <= spare) [[unlikely]] {
       sq_limit = __atomic_load_n(sq_khead, __ATOMIC_ACQUIRE) + sq_entries;
-      if (static_cast<int>(sq_limit - at) <= 0) return nullptr;
+      if (static_cast<int>(sq_limit - at) <= spare) return nullptr;
     }
     return static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
   }
