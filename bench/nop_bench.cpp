@@ -15,6 +15,7 @@
 #include <uring/uring.hpp>
 
 #include "raw_nop.hpp"
+#include "thread_cpu.hpp"
 
 namespace uring::bench {
 
@@ -26,12 +27,14 @@ void raw_nops(benchmark::State& state, bool registered) {
   if (io_uring_queue_init_params(256, &ring, &params) != 0) throw std::runtime_error("io_uring_queue_init_params");
   if (registered && io_uring_register_ring_fd(&ring) != 1) throw std::runtime_error("io_uring_register_ring_fd");
   io_uring_cqe* cqes[256];
+  const thread_cpu start = thread_cpu::now();
   while (state.KeepRunningBatch(batch)) {
     for (unsigned i = 0; i < batch; ++i) io_uring_prep_nop(io_uring_get_sqe(&ring));
     io_uring_submit_and_wait(&ring, batch);
     unsigned got = io_uring_peek_batch_cqe(&ring, cqes, batch);
     io_uring_cq_advance(&ring, got);
   }
+  thread_cpu::now().report(state, start);
   state.SetItemsProcessed(state.iterations());
   io_uring_queue_exit(&ring);
 }
@@ -41,6 +44,7 @@ void raw_nops(benchmark::State& state, bool registered) {
 namespace {
 
 using uring::bench::raw_nops;
+using uring::bench::thread_cpu;
 
 void BM_raw_plain(benchmark::State& state) { raw_nops(state, false); }
 void BM_raw_registered(benchmark::State& state) { raw_nops(state, true); }
@@ -71,10 +75,12 @@ void executor_nops(benchmark::State& state, uring::backend_kind backend, bool re
     for (int i = 1; i < batch; ++i) uring::spawn(helper(&done, &total, &running));
     co_await uring::nop();  // let the helpers start, so every measured turn carries `batch` SQEs
     long mine = 0;
+    const thread_cpu start = thread_cpu::now();
     while (state.KeepRunningBatch(batch)) {
       co_await uring::nop();
       ++mine;
     }
+    thread_cpu::now().report(state, start);
     done = true;
     while (running > 0) co_await uring::nop();
     total += mine;

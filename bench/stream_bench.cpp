@@ -9,8 +9,6 @@
 #include <benchmark/benchmark.h>
 #include <liburing.h>
 
-#include <sys/resource.h>
-
 #include <atomic>
 #include <latch>
 #include <stdexcept>
@@ -18,24 +16,11 @@
 
 #include <uring/uring.hpp>
 
+#include "thread_cpu.hpp"
+
 namespace {
 
-// The calling thread's CPU time so far, user and system, in ns: the sender is the bottleneck, and its
-// CPU time per message is steadier than the throughput on a shared machine.
-struct thread_cpu {
-  double user_ns = 0, sys_ns = 0;
-  static thread_cpu now() {
-    rusage u{};
-    getrusage(RUSAGE_THREAD, &u);
-    auto ns = [](const timeval& t) { return 1e9 * static_cast<double>(t.tv_sec) + 1e3 * static_cast<double>(t.tv_usec); };
-    return {ns(u.ru_utime), ns(u.ru_stime)};
-  }
-  void report(benchmark::State& state, const thread_cpu& start) const {
-    const auto n = static_cast<double>(state.iterations());
-    state.counters["tx_user_ns"] = (user_ns - start.user_ns) / n;
-    state.counters["tx_sys_ns"] = (sys_ns - start.sys_ns) / n;
-  }
-};
+using uring::bench::thread_cpu;
 
 constexpr unsigned kWindow = 1024;
 constexpr unsigned kBatch = 64;
@@ -88,7 +73,7 @@ void BM_raw_stream(benchmark::State& state) {
     sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
     io_uring_submit(&tx);
   }
-  thread_cpu::now().report(state, start);
+  thread_cpu::now().report(state, start, "tx_");
   receiver.join();
   state.SetItemsProcessed(state.iterations());
   state.counters["rx_enters_per_msg"] = static_cast<double>(rx_waits) / static_cast<double>(state.iterations());
@@ -109,7 +94,7 @@ uring::task<void> pour(benchmark::State& state, uring::executor& to, std::latch&
     for (unsigned i = 0; i < kBatch; ++i) co_await uring::send(to, 1, sent++);
   }
   while (sent < static_cast<std::uint64_t>(state.max_iterations)) co_await uring::send(to, 1, sent++);
-  thread_cpu::now().report(state, start);
+  thread_cpu::now().report(state, start, "tx_");
   done.count_down();
 }
 
