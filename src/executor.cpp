@@ -779,9 +779,9 @@ detail::message_hub& executor_access::hub(executor& ex) noexcept { return *ex.im
 
 // Here rather than in message_hub.cpp: the thread's executor and its hub are read in place, so that a
 // send is one call (uring::send's await_ready), not four.
-std::error_code try_send_message(executor& target, const message& m) noexcept {
+int try_send_message(executor& target, const message& m) noexcept {
   executor* from = t_running;
-  if (from == nullptr) [[unlikely]] return std::make_error_code(std::errc::operation_not_permitted);
+  if (from == nullptr) [[unlikely]] return EPERM;
   return executor_access::hub(*from).try_send(target, m);
 }
 

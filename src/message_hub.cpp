@@ -138,14 +138,14 @@ message_hub::peer& message_hub::peer_for(executor& target) {
 }
 
 // Everything but the inline case: errors, a full window, the mailbox, a full SQ (raw_send makes room).
-std::error_code message_hub::try_send_slow(peer& p, const message& m) noexcept {
-  if (p.broken) return p.broken;
+int message_hub::try_send_slow(peer& p, const message& m) noexcept {
+  if (p.broken) return p.broken.value();
   if (p.head != nullptr || p.in_flight >= p.window) {
-    return std::make_error_code(std::errc::resource_unavailable_try_again);
+    return EAGAIN;
   }
-  if (!executor_access::raw_send(self_, *p.target, m)) return shutdown_error();
+  if (!executor_access::raw_send(self_, *p.target, m)) return ESHUTDOWN;
   ++p.in_flight;
-  return {};
+  return 0;
 }
 
 void message_hub::park_sender(executor& target, message_waiter& w) {
@@ -345,10 +345,10 @@ bool post_to_handle(std::uint64_t id, remote_node& node) noexcept {
   return posted;
 }
 
-std::error_code try_send_to_handle(std::uint64_t id, const message& m) noexcept {
+int try_send_to_handle(std::uint64_t id, const message& m) noexcept {
   executor* from = running_executor();
-  if (from == nullptr) return std::make_error_code(std::errc::operation_not_permitted);
-  std::error_code e = shutdown_error();
+  if (from == nullptr) return EPERM;
+  int e = ESHUTDOWN;
   registry::instance().with_id(id, [&](executor& to) { e = executor_access::hub(*from).try_send(to, m); });
   return e;
 }

@@ -55,14 +55,15 @@ class message_hub {
 
   // Sender side. The common case (a stream to the last target, both rings native, credit left, SQ
   // room) is inline: one MSG_RING written into our SQ, no call.
-  [[gnu::always_inline]] std::error_code try_send(executor& target, const message& m) noexcept {
+  // 0 or an errno, as try_send_message.
+  [[gnu::always_inline]] int try_send(executor& target, const message& m) noexcept {
     peer& p = &target == last_target_ ? *last_peer_ : peer_for(target);
     if (p.by_ring && p.head == nullptr && p.in_flight < p.window && !p.broken && !route_.queue->closed &&
         !p.refusing->load(std::memory_order_acquire) &&
         write_raw_message(*route_.queue, p.ring_fd, m.value, m.data, cqe_flags(), p.failed_tag)) [[likely]] {
       ++stats_.raw_messages_sent;
       ++p.in_flight;
-      return {};
+      return 0;
     }
     return try_send_slow(p, m);
   }
@@ -111,7 +112,7 @@ class message_hub {
   };
 
   [[gnu::noinline]] peer& peer_for(executor& target);
-  std::error_code try_send_slow(peer& p, const message& m) noexcept;
+  int try_send_slow(peer& p, const message& m) noexcept;
   void fail_waiters(peer& p) noexcept;
   void consumed_from(std::uint32_t sender_key) noexcept;
   void send_credit(std::uint32_t sender_key, std::uint32_t n, bool closed = false) noexcept;

@@ -34,7 +34,7 @@ bool handle_alive(std::uint64_t id) noexcept;
 // Hands `node` to the executor `id` names; false (nothing posted) if it is gone or refuses posts.
 bool post_to_handle(std::uint64_t id, remote_node& node) noexcept;
 // As try_send_message, with ESHUTDOWN for an executor that is gone.
-std::error_code try_send_to_handle(std::uint64_t id, const message& m) noexcept;
+int try_send_to_handle(std::uint64_t id, const message& m) noexcept;
 // As park_sender; false (nothing parked) if the executor is gone.
 bool park_sender_at_handle(std::uint64_t id, message_waiter& w);
 // Throws std::system_error(ESHUTDOWN) "<what>: the target executor is gone or no longer accepts work":
@@ -45,10 +45,10 @@ class [[nodiscard]] handle_send_awaitable {
  public:
   handle_send_awaitable(std::uint64_t id, message m) noexcept : id_(id) { waiter_.msg = m; }
   bool await_ready() {
-    std::error_code e = try_send_to_handle(id_, waiter_.msg);
-    if (!e) [[likely]] return true;
-    if (e == std::errc::resource_unavailable_try_again) return false;
-    throw_message_error(e, "uring::send");
+    const int e = try_send_to_handle(id_, waiter_.msg);
+    if (e == 0) [[likely]] return true;
+    if (e == EAGAIN) return false;
+    throw_message_error(message_error(e), "uring::send");
   }
   bool await_suspend(std::coroutine_handle<> h) {
     waiter_.handle = h;
@@ -99,7 +99,7 @@ inline detail::handle_send_awaitable send(const executor_handle& target, std::in
   return {target.id(), message{value, data}};
 }
 inline std::error_code try_send(const executor_handle& target, std::int32_t value, std::uint64_t data) noexcept {
-  return detail::try_send_to_handle(target.id(), message{value, data});
+  return detail::message_error(detail::try_send_to_handle(target.id(), message{value, data}));
 }
 
 }  // namespace uring

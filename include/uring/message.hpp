@@ -22,6 +22,7 @@
 // unreported. The target must stay alive while messages may reach it (as for resume_on).
 #pragma once
 
+#include <cerrno>
 #include <coroutine>
 #include <cstdint>
 #include <optional>
@@ -48,8 +49,16 @@ struct message_waiter {
 };
 
 // Out of line (src/message_hub.cpp): what the awaitables below ask of the executors.
-// Sends now if the pair has credit and nobody waits before us; else errc::resource_unavailable_try_again.
-std::error_code try_send_message(executor& target, const message& m) noexcept;
+// Sends now if the pair has credit and nobody waits before us: 0, or EAGAIN (window full or earlier
+// sends wait), ESHUTDOWN, EPIPE, EPERM (no executor on this thread). An errno, not an error_code, so that
+// a send that succeeds builds no error_code (each costs a call into libstdc++ for its category).
+int try_send_message(executor& target, const message& m) noexcept;
+// try_send_message's answer as uring::try_send reports it: ESHUTDOWN in the system category (std::errc
+// has no such code), the others as their std::errc.
+inline std::error_code message_error(int e) noexcept {
+  if (e == 0) return {};
+  return {e, e == ESHUTDOWN ? std::system_category() : std::generic_category()};
+}
 // Queues `w` behind the pair's blocked senders; it is sent (or fails) and resumed in turn.
 void park_sender(executor& target, message_waiter& w);
 // std::logic_error off the owner's thread.
@@ -61,11 +70,10 @@ class [[nodiscard]] send_awaitable {
  public:
   send_awaitable(executor& target, message m) noexcept : target_(target) { waiter_.msg = m; }
   bool await_ready() {
-    std::error_code e = try_send_message(target_, waiter_.msg);
-    if (!e) [[likely]] return true;  // sent (comparing with an errc would cost two virtual calls per send)
-    if (e == std::errc::resource_unavailable_try_again) return false;
-    if (e) throw_message_error(e, "uring::send");
-    return true;
+    const int e = try_send_message(target_, waiter_.msg);
+    if (e == 0) [[likely]] return true;
+    if (e == EAGAIN) return false;
+    throw_message_error(message_error(e), "uring::send");
   }
   void await_suspend(std::coroutine_handle<> h) {
     waiter_.handle = h;
@@ -106,7 +114,7 @@ inline detail::send_awaitable send(executor& target, std::int32_t value, std::ui
 // The same without suspending: {} when sent, errc::resource_unavailable_try_again (EAGAIN) when the
 // window is full or earlier sends wait, ESHUTDOWN, EPIPE; EPERM if no executor runs on this thread.
 inline std::error_code try_send(executor& target, std::int32_t value, std::uint64_t data) noexcept {
-  return detail::try_send_message(target, message{value, data});
+  return detail::message_error(detail::try_send_message(target, message{value, data}));
 }
 
 // An executor's inbox: the messages sent to it, in arrival order.
