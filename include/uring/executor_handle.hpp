@@ -41,29 +41,6 @@ bool park_sender_at_handle(std::uint64_t id, message_waiter& w);
 // the one refusal of every call through a handle (post, spawn, resume_on, submit_to).
 [[noreturn]] void throw_handle_refused(const char* what);
 
-class [[nodiscard]] handle_send_awaitable {
- public:
-  handle_send_awaitable(std::uint64_t id, message m) noexcept : id_(id) { waiter_.msg = m; }
-  bool await_ready() {
-    const int e = try_send_to_handle(id_, waiter_.msg);
-    if (e == 0) [[likely]] return true;
-    if (e == EAGAIN) return false;
-    throw_message_error(message_error(e), "uring::send");
-  }
-  bool await_suspend(std::coroutine_handle<> h) {
-    waiter_.handle = h;
-    if (park_sender_at_handle(id_, waiter_)) return true;
-    waiter_.error = std::error_code(ESHUTDOWN, std::system_category());  // gone since await_ready
-    return false;
-  }
-  void await_resume() const {
-    if (waiter_.error) throw_message_error(waiter_.error, "uring::send");
-  }
-
- private:
-  std::uint64_t id_;
-  message_waiter waiter_;
-};
 }  // namespace detail
 
 class executor_handle {
@@ -93,10 +70,27 @@ class executor_handle {
   std::uint64_t id_ = 0;
 };
 
+namespace detail {
+// A target of sends and hops named by a handle (see executor_target, uring/message.hpp).
+struct handle_target {
+  std::uint64_t id;
+  static constexpr bool by_handle = true;
+  [[nodiscard]] bool here() const noexcept {
+    executor* cur = executor::current();
+    return cur != nullptr && cur->handle().id() == id;
+  }
+  // The mailbox, under the registry's lock (uring/resume_on.hpp says why not MSG_RING).
+  bool hand_off(remote_node& n) const noexcept { return post_to_handle(id, n); }
+  int try_send(const message& m) const noexcept { return try_send_to_handle(id, m); }
+  bool park(message_waiter& w) const { return park_sender_at_handle(id, w); }
+};
+}  // namespace detail
+
 // uring::send / try_send (uring/message.hpp) to the executor a handle names: the same order, window and
 // errors, plus ESHUTDOWN once that executor is gone.
-inline detail::handle_send_awaitable send(const executor_handle& target, std::int32_t value, std::uint64_t data) noexcept {
-  return {target.id(), message{value, data}};
+inline detail::send_awaitable<detail::handle_target> send(const executor_handle& target, std::int32_t value,
+                                                         std::uint64_t data) noexcept {
+  return {detail::handle_target{target.id()}, message{value, data}};
 }
 inline std::error_code try_send(const executor_handle& target, std::int32_t value, std::uint64_t data) noexcept {
   return detail::message_error(detail::try_send_to_handle(target.id(), message{value, data}));

@@ -66,25 +66,45 @@ bool try_receive_message(executor& owner, message& out);
 void park_receiver(executor& owner, message_waiter& w);
 [[noreturn]] void throw_message_error(std::error_code e, const char* what);
 
+// A target of sends and hops (send_awaitable here, hop_awaitable in uring/resume_on.hpp) named by an
+// executor; handle_target (uring/executor_handle.hpp) names one by an executor_handle's id.
+struct executor_target {
+  executor* ex;
+  static constexpr bool by_handle = false;
+  [[nodiscard]] bool here() const noexcept { return executor::current() == ex; }
+  // MSG_RING where both ends can, else the mailbox.
+  bool hand_off(remote_node& n) const noexcept { return executor_access::send(*ex, n); }
+  // As try_send_message.
+  int try_send(const message& m) const noexcept { return try_send_message(*ex, m); }
+  // Queues the waiter as park_sender; false (nothing parked) if the target is gone.
+  bool park(message_waiter& w) const {
+    park_sender(*ex, w);
+    return true;
+  }
+};
+
+template <class Target>
 class [[nodiscard]] send_awaitable {
  public:
-  send_awaitable(executor& target, message m) noexcept : target_(target) { waiter_.msg = m; }
+  send_awaitable(Target target, message m) noexcept : target_(target) { waiter_.msg = m; }
   bool await_ready() {
-    const int e = try_send_message(target_, waiter_.msg);
+    const int e = target_.try_send(waiter_.msg);
     if (e == 0) [[likely]] return true;
     if (e == EAGAIN) return false;
     throw_message_error(message_error(e), "uring::send");
   }
-  void await_suspend(std::coroutine_handle<> h) {
+  bool await_suspend(std::coroutine_handle<> h) {
     waiter_.handle = h;
-    park_sender(target_, waiter_);
+    if (target_.park(waiter_)) return true;
+    waiter_.error = std::error_code(ESHUTDOWN, std::system_category());  // gone since await_ready
+    return false;
   }
   void await_resume() const {
     if (waiter_.error) throw_message_error(waiter_.error, "uring::send");
   }
 
  private:
-  executor& target_;
+  Target target_;
   message_waiter waiter_;
 };
 
@@ -107,8 +127,9 @@ class [[nodiscard]] receive_awaitable {
 
 // Sends {value, data} to `target`'s inbox; suspends only while the pair's window is full. Throws
 // std::system_error (ESHUTDOWN, EPIPE); std::logic_error if no executor runs on this thread.
-inline detail::send_awaitable send(executor& target, std::int32_t value, std::uint64_t data) noexcept {
-  return {target, message{value, data}};
+inline detail::send_awaitable<detail::executor_target> send(executor& target, std::int32_t value,
+                                                           std::uint64_t data) noexcept {
+  return {detail::executor_target{&target}, message{value, data}};
 }
 
 // The same without suspending: {} when sent, errc::resource_unavailable_try_again (EAGAIN) when the

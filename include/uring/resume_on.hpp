@@ -44,24 +44,7 @@ namespace uring {
 
 namespace detail {
 
-// The two kinds of target, as the one hop awaitable below sees them.
-struct executor_target {
-  executor* ex;
-  static constexpr bool by_handle = false;
-  [[nodiscard]] bool here() const noexcept { return executor::current() == ex; }
-  // MSG_RING where both ends can, else the mailbox.
-  bool hand_off(remote_node& n) const noexcept { return executor_access::send(*ex, n); }
-};
-struct handle_target {
-  std::uint64_t id;
-  static constexpr bool by_handle = true;
-  [[nodiscard]] bool here() const noexcept {
-    executor* cur = executor::current();
-    return cur != nullptr && cur->handle().id() == id;
-  }
-  // The mailbox, under the registry's lock (see the header comment for why not MSG_RING).
-  bool hand_off(remote_node& n) const noexcept { return post_to_handle(id, n); }
-};
+// The two kinds of target (executor_target, uring/message.hpp; handle_target, uring/executor_handle.hpp).
 inline executor_target target_of(executor& ex) noexcept { return {&ex}; }
 inline handle_target target_of(const executor_handle& h) noexcept { return {h.id()}; }
 
