@@ -41,7 +41,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -49,6 +48,7 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "uring/detail/remote.hpp"
 #include "uring/detail/spin_lock.hpp"
@@ -253,7 +253,7 @@ class channel {
     std::lock_guard lock(mutex_);
     publish_room();
     accept_senders();  // a sender may have blocked just before values were handed out lock-free
-    if (local_.empty() && !queue_.empty()) local_.swap(queue_);  // published once one is taken below
+    if (local_.empty() && !queue_.empty()) local_.items.swap(queue_);  // published once one is taken below
     if (!local_.empty()) {
       take_local(r);
       publish_room();
@@ -269,8 +269,8 @@ class channel {
   }
 
   void take_local(receive_awaiter& r) noexcept {
-    r.result_.emplace(std::move(local_.front()));
-    local_.pop_front();
+    r.result_.emplace(std::move(local_.items[local_.next]));
+    if (++local_.next == local_.items.size()) local_.reset();  // the moved-from values go now
   }
   // local_'s size, for senders' room checks. Only the receiver writes it: a store, not an RMW.
   void publish_room() noexcept {
@@ -320,7 +320,7 @@ class channel {
   static constexpr unsigned kPublishEvery = 64;
   // Senders' line: written on every send, under the mutex.
   alignas(64) detail::spin_lock mutex_;
-  std::deque<T> queue_;             // accepted values, oldest first; with in_local_, at most capacity_
+  std::vector<T> queue_;            // accepted values, oldest first; with in_local_, at most capacity_
   send_awaiter* head_ = nullptr;    // blocked senders, oldest first; only while the channel is full
   send_awaiter* tail_ = nullptr;
   receive_awaiter* parked_ = nullptr;  // only while queue_ and local_ are empty
@@ -331,7 +331,20 @@ class channel {
   executor& receiver_;
   const std::size_t capacity_;
   // The receiver's own.
-  alignas(64) std::deque<T> local_;  // the receiver's batch, taken from queue_
+  // The receiver's batch, taken from queue_ by swapping vectors: the emptied one goes back to the senders
+  // with its capacity, so once warm neither side allocates (a deque allocated a block per 64 values on
+  // the sender's thread and freed it on the receiver's).
+  struct batch {
+    std::vector<T> items;
+    std::size_t next = 0;  // items before it were handed out (moved from)
+    [[nodiscard]] bool empty() const noexcept { return next == items.size(); }
+    [[nodiscard]] std::size_t size() const noexcept { return items.size() - next; }
+    void reset() noexcept {
+      items.clear();
+      next = 0;
+    }
+  };
+  alignas(64) batch local_;
   unsigned unpublished_ = 0;         // values taken from local_ since in_local_ was last published
 };
 
