@@ -118,7 +118,7 @@ class backend {
   [[nodiscard]] virtual ring_flags dropped_flags() const noexcept = 0;
 };
 
-// A raw message written straight into a native ring's SQ (executor_access::raw_send; the one encoding
+// A raw message written straight into a native ring's SQ (message_hub::write_to_ring; the one encoding
 // of it): IORING_OP_MSG_RING posting {res = value, user_data = data, flags = cqe_flags} on the target
 // ring (IORING_MSG_RING_FLAGS_PASS, 6.3; liburing 2.3 lacks it), with IOSQE_CQE_SKIP_SUCCESS, and a CQE
 // with user_data `failed` back here if the kernel refuses it. native_backend.cpp checks these numbers

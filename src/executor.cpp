@@ -806,27 +806,18 @@ struct raw_node final : remote_node {
 };
 }  // namespace
 
-bool executor_access::raw_send(executor& from, executor& to, const message& m) noexcept {
-  auto& src = *from.impl_;
-  auto& dest = *to.impl_;
-  if (src.raw_ring_ok && dest.raw_ring_ok && src.backend && !src.queue.closed) {
-    if (dest.refusing_messages.load(std::memory_order_acquire)) return false;
-    const std::uint64_t failed = (std::uint64_t{dest.hub->key()} << 3) | kRawSendFailedTag;
-    while (!write_raw_message(src.queue, dest.ring_fd, m.value, m.data, src.hub->cqe_flags(), failed)) [[unlikely]] {
-      src.backend->make_sq_room();  // the SQ is full: submit what it holds (counted in sq_full_flushes)
-    }
-  } else {
-    auto* node = new (std::nothrow) raw_node(m, src.hub->key());
-    if (node == nullptr) return false;
-    node->target = &to;
-    if (!try_post(to, *node)) {
-      delete node;
-      return false;
-    }
+bool executor_access::post_raw(executor& from, executor& to, const message& m) noexcept {
+  auto* node = new (std::nothrow) raw_node(m, from.impl_->hub->key());
+  if (node == nullptr) return false;
+  node->target = &to;
+  if (!try_post(to, *node)) {
+    delete node;
+    return false;
   }
-  ++src.stats.raw_messages_sent;
   return true;
 }
+
+void executor_access::make_sq_room(executor& ex) noexcept { ex.impl_->backend->make_sq_room(); }
 
 void executor_access::defer_frame_release(executor& ex) noexcept { ex.impl_->defer_release = true; }
 

@@ -137,15 +137,26 @@ message_hub::peer& message_hub::peer_for(executor& target) {
   return p;
 }
 
-// Everything but the inline case: errors, a full window, the mailbox, a full SQ (raw_send makes room).
+// Everything but the inline case: errors, a full window, the mailbox, a full SQ (send_now makes room).
 int message_hub::try_send_slow(peer& p, const message& m) noexcept {
   if (p.broken) return p.broken.value();
   if (p.head != nullptr || p.in_flight >= p.window) {
     return EAGAIN;
   }
-  if (!executor_access::raw_send(self_, *p.target, m)) return ESHUTDOWN;
+  if (!send_now(p, m)) return ESHUTDOWN;
   ++p.in_flight;
   return 0;
+}
+
+bool message_hub::send_now(peer& p, const message& m) noexcept {
+  if (p.by_ring && !route_.queue->closed) {  // closing: the ring may be gone, take the mailbox
+    if (p.refusing->load(std::memory_order_acquire)) return false;
+    while (!write_to_ring(p, m)) executor_access::make_sq_room(self_);  // counted in sq_full_flushes
+  } else if (!executor_access::post_raw(self_, *p.target, m)) {
+    return false;
+  }
+  ++stats_.raw_messages_sent;
+  return true;
 }
 
 void message_hub::park_sender(executor& target, message_waiter& w) {
@@ -169,7 +180,7 @@ void message_hub::on_credit(std::uint32_t receiver_key, std::uint32_t n) noexcep
     message_waiter& w = *p.head;
     p.head = w.next;
     if (p.head == nullptr) p.tail = nullptr;
-    if (executor_access::raw_send(self_, *p.target, w.msg)) {
+    if (send_now(p, w.msg)) {
       ++p.in_flight;
     } else {
       w.error = shutdown_error();

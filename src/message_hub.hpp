@@ -59,8 +59,7 @@ class message_hub {
   [[gnu::always_inline]] int try_send(executor& target, const message& m) noexcept {
     peer& p = &target == last_target_ ? *last_peer_ : peer_for(target);
     if (p.by_ring && p.head == nullptr && p.in_flight < p.window && !p.broken && !route_.queue->closed &&
-        !p.refusing->load(std::memory_order_acquire) &&
-        write_raw_message(*route_.queue, p.ring_fd, m.value, m.data, cqe_flags(), p.failed_tag)) [[likely]] {
+        !p.refusing->load(std::memory_order_acquire) && write_to_ring(p, m)) [[likely]] {
       ++stats_.raw_messages_sent;
       ++p.in_flight;
       return 0;
@@ -113,6 +112,13 @@ class message_hub {
 
   [[gnu::noinline]] peer& peer_for(executor& target);
   int try_send_slow(peer& p, const message& m) noexcept;
+  // One message to p's target now, credit aside: by MSG_RING where both executors can (into our SQ,
+  // submitting first when it is full), else through the target's mailbox. False: the target refuses.
+  bool send_now(peer& p, const message& m) noexcept;
+  // The MSG_RING itself, written into our SQ; false when the SQ has no room for it (kMessagesPerEnter).
+  bool write_to_ring(const peer& p, const message& m) noexcept {
+    return write_raw_message(*route_.queue, p.ring_fd, m.value, m.data, cqe_flags(), p.failed_tag);
+  }
   void fail_waiters(peer& p) noexcept;
   void consumed_from(std::uint32_t sender_key) noexcept;
   void send_credit(std::uint32_t sender_key, std::uint32_t n, bool closed = false) noexcept;

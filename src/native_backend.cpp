@@ -493,8 +493,7 @@ class native_backend final : public backend {
     }
     const unsigned queued = tail - IO_URING_READ_ONCE(*ring_.sq.khead);
     unsigned flags = registered_ ? IORING_ENTER_REGISTERED_RING : 0;
-    if (wait_nr > 0 || defer_taskrun_ ||
-        (IO_URING_READ_ONCE(*ring_.sq.kflags) & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN))) {
+    if (wait_nr > 0 || defer_taskrun_ || (cq_.flags() & cq_.more_flags)) {
       flags |= IORING_ENTER_GETEVENTS;
     } else if (queued == 0) {
       return 0;

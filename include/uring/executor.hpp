@@ -255,7 +255,11 @@ struct executor_access {
   static int unregister_buf_ring(executor& ex, std::uint16_t group);
   // Whether this executor sends zero-copy (op_code::send_zc) or falls back to send.
   static bool zero_copy_send(const executor& ex) noexcept;
-  static bool raw_send(executor& from, executor& to, const message& m) noexcept;
+  // A raw message from `from` (the running executor) through to's mailbox; false if `to` refuses posts.
+  // (Between two native executors it goes by MSG_RING instead: message_hub::send_now.)
+  static bool post_raw(executor& from, executor& to, const message& m) noexcept;
+  // Submits what ex's SQ holds until it has a free entry (backend::make_sq_room). Owner thread.
+  static void make_sq_room(executor& ex) noexcept;
   // False once the executor refuses posts (being destroyed, or its group stopped it).
   static bool accepts_posts(executor& ex) noexcept;
 };
