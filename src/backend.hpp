@@ -46,10 +46,18 @@ struct cq_view {
   // Copies up to `max` CQEs out of the ring and releases their slots in one store, before any of them is
   // completed: a completion may start work that enters the kernel, and an enter that finds the CQ full
   // parks what the ring holds (moving the head), which must not happen under a walk of the ring in place.
+  // `each` sees every copied completion as it is taken (the executor prefetches their operations).
   unsigned take(completion* out, unsigned max) const noexcept {
+    return take(out, max, [](const completion&) noexcept {});
+  }
+  template <class Each>
+  unsigned take(completion* out, unsigned max, Each each) const noexcept {
     const unsigned head = *khead;
     const unsigned n = std::min(__atomic_load_n(ktail, __ATOMIC_ACQUIRE) - head, max);
-    for (unsigned i = 0; i < n; ++i) out[i] = cqes[(head + i) & mask];
+    for (unsigned i = 0; i < n; ++i) {
+      out[i] = cqes[(head + i) & mask];
+      each(out[i]);
+    }
     __atomic_store_n(khead, head + n, __ATOMIC_RELEASE);
     return n;
   }
@@ -69,7 +77,7 @@ class backend {
   // syscall when there is nothing to hand over.
   virtual void flush() = 0;
   // Asks the backend to cancel a submitted operation: it completes soon, with -ECANCELED if it was still
-  // waiting. The cancel request is the backend's own (user_data 0): its answer never aliases the target.
+  // waiting. The cancel request is the backend's own (user_data kOwnRequest): its answer never aliases the target.
   virtual void cancel(operation& target) = 0;
   // Moves up to `max` completions into `out`, releasing their queue slots before anything is completed.
   virtual std::size_t reap(completion* out, std::size_t max) = 0;

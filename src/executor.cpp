@@ -240,45 +240,48 @@ struct executor::impl {
           break;  // overflowed or deferred completions: the backend's reap brings them in (and counts)
         }
         if (kflags & cq.overflow_flag) ++stats.cq_overflows;  // once per reap that sees it, as the backend
-        const unsigned n = cq.take(batch, kBatch);
+        const unsigned n = cq.take(batch, kBatch, prefetch_target);
         dispatch_batch(batch, n);
         if (n < kBatch) return;  // what came meanwhile waits for the next turn, as it would anyway
       }
     }
     for (;;) {
       const auto n = static_cast<unsigned>(backend->reap(batch, kBatch));
+      for (unsigned i = 0; i < n; ++i) prefetch_target(batch[i]);
       dispatch_batch(batch, n);
       if (n < kBatch) return;
     }
   }
 
-  void dispatch_batch(const detail::completion* batch, unsigned n) {
-    stats.cqes += n;
-    for (unsigned i = 0; i < n; ++i) prefetch_target(batch[i]);
-    for (unsigned i = 0; i < n; ++i) dispatch(batch[i]);
-  }
-
   // The kernel's work between two turns evicts most coroutine frames from L1: the batch's operations
-  // (which sit in those frames) are fetched before the first one is resumed. A raw message's user_data
-  // is the user's 64 bits, not an address: prefetching it cost the receiver a page walk per message
-  // (~44% of its reap loop in the stream bench), so it is skipped.
+  // (which sit in those frames) are fetched as the batch is copied, before the first one is resumed. A
+  // raw message's user_data is the user's 64 bits, not an address: prefetching it cost the receiver a
+  // page walk per message (~44% of its reap loop in the stream bench), so it is skipped.
   static void prefetch_target(const detail::completion& c) noexcept {
     if (!(c.flags & detail::kRawMessageFlag)) __builtin_prefetch(reinterpret_cast<const void*>(c.user_data & ~detail::kTagMask));
   }
 
-  // One completion: an operation's (the common case, tested first in one branch), or a message, one of
-  // our own fire-and-forget requests (user_data 0), a multishot operation's, or one met during shutdown.
-  void dispatch(detail::completion c) {
-    if (c.flags & (detail::kRawMessageFlag | detail::kCqeMore)) [[unlikely]] return dispatch_special(c);
-    if ((c.user_data & detail::kTagMask) != 0 || c.user_data == 0) [[unlikely]] return dispatch_special(c);
-    if (queue.closed) [[unlikely]] return dispatch_special(c);
-    --queue.inflight;
+  void dispatch_batch(const detail::completion* batch, unsigned n) {
+    stats.cqes += n;
+    detail::op_queue& q = queue;
+    for (unsigned i = 0; i < n; ++i) dispatch(q, batch[i]);
+  }
+
+  // One completion: an operation's final one on a running executor (the common case, told apart in two
+  // tests), or a message, one of our own requests (tagged), a multishot operation's, or one met during
+  // shutdown.
+  void dispatch(detail::op_queue& q, detail::completion c) {
+    if (((c.flags & (detail::kRawMessageFlag | detail::kCqeMore)) | (c.user_data & detail::kTagMask)) != 0 ||
+        q.closed) [[unlikely]] {
+      return dispatch_special(c);
+    }
+    --q.inflight;
     reinterpret_cast<detail::operation*>(c.user_data)->finish(c.res, c.flags);
   }
 
   [[gnu::noinline]] void dispatch_special(detail::completion c) {
     if (c.flags & detail::kRawMessageFlag) return on_raw_cqe(c);
-    if (c.user_data == 0) return;  // our own fire-and-forget request
+    if (c.user_data == detail::kOwnRequest) return;  // our own fire-and-forget request
     if (c.user_data & detail::kTagMask) return on_message_cqe(c);
     auto* op = reinterpret_cast<detail::operation*>(c.user_data);
     if (c.flags & detail::kCqeMore) return complete_multishot(*op, c);  // not final: still in flight

@@ -277,7 +277,7 @@ class native_backend final : public backend {
     ++stats_.cancels;
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(&target), 0);
-    io_uring_sqe_set_data64(sqe, 0);
+    io_uring_sqe_set_data64(sqe, kOwnRequest);
     if (features_ & IORING_FEAT_CQE_SKIP) sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
   }
 
@@ -294,7 +294,7 @@ class native_backend final : public backend {
   void cancel_all() override {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
-    io_uring_sqe_set_data64(sqe, 0);
+    io_uring_sqe_set_data64(sqe, kOwnRequest);
   }
 
   void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) override {
@@ -448,9 +448,9 @@ class native_backend final : public backend {
       sqe->flags |= IOSQE_IO_LINK;
       io_uring_sqe* link = next_sqe();
       // The kernel copies the timespec at submission (IORING_FEAT_SUBMIT_STABLE), and the timeout's own
-      // completion (-ETIME or -ECANCELED) is ours to ignore: user_data 0.
+      // completion (-ETIME or -ECANCELED) is ours to ignore: kOwnRequest.
       io_uring_prep_link_timeout(link, kernel_ts(r.link_timeout), 0);
-      io_uring_sqe_set_data64(link, 0);
+      io_uring_sqe_set_data64(link, kOwnRequest);
     }
   }
 

@@ -88,10 +88,11 @@ detail::io_awaitable<Result, Throw, detail::linked_payload<Payload>> with_timeou
 }
 
 // The operation, cancelled (ECANCELED) when `token` is stopped, from any thread. Without it an operation
-// follows the stop token of the coroutine that awaits it, if that coroutine has one.
+// follows the stop token of the coroutine that awaits it, if that coroutine has one. Allocates (a token
+// that can be stopped needs a stop callback once the operation starts): std::bad_alloc.
 template <class Result, bool Throw, class Payload>
 detail::io_awaitable<Result, Throw, Payload> with_stop_token(detail::io_awaitable<Result, Throw, Payload> op,
-                                                             std::stop_token token) noexcept {
+                                                             std::stop_token token) {
   op.set_stop_token(std::move(token));
   return op;
 }

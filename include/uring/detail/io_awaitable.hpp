@@ -19,7 +19,6 @@
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <stop_token>
 #include <type_traits>
@@ -82,6 +81,49 @@ inline constexpr bool is_linked = false;
 template <class P>
 inline constexpr bool is_linked<linked_payload<P>> = true;
 
+// The stop token attached to an io_awaitable and, once the operation is started, the stop callback's
+// side: cancel on the owner thread, or post the cancel there.
+struct op_canceller : remote_node {
+  struct on_stop {
+    op_canceller* c;
+    void operator()() const noexcept {
+      if (running_executor() == c->ex) {
+        executor_access::cancel(*c->ex, *c->self);
+      } else {
+        c->posted.store(true, std::memory_order_release);
+        executor_access::post_remote(*c->ex, *c);
+      }
+    }
+  };
+  explicit op_canceller(std::stop_token t) noexcept : token(std::move(t)) {
+    run = [](remote_node* n) noexcept {
+      auto* me = static_cast<op_canceller*>(n);
+      if (me->self->state != op_state::idle) executor_access::cancel(*me->ex, *me->self);
+    };
+  }
+  void arm(operation& op, executor& e) {
+    self = &op;
+    ex = &e;
+    callback.emplace(token, on_stop{this});  // may run at once
+  }
+  // After the completion: true if a stop was requested. Frees this.
+  bool finish() noexcept {
+    callback.reset();  // waits for a callback running on another thread
+    // A cancel posted from another thread still sits in the owner's queue, pointing at this object:
+    // run the queue now (the operation has completed, so the cancel does nothing) before it dies.
+    if (posted.load(std::memory_order_acquire)) executor_access::drain_remote(*ex);
+    const bool stopped = token.stop_requested();
+    delete this;
+    return stopped;
+  }
+  std::stop_token token;
+  operation* self = nullptr;
+  executor* ex = nullptr;
+  std::atomic<bool> posted{false};
+  std::optional<std::stop_callback<on_stop>> callback;
+};
+
+
 template <class Result, bool Throw = true, payload Payload = no_payload>
 class [[nodiscard]] io_awaitable : private operation {
  public:
@@ -91,33 +133,32 @@ class [[nodiscard]] io_awaitable : private operation {
     request = req;
   }
   io_awaitable(io_awaitable&& o) noexcept
-      : operation(o), name_(o.name_), token_(std::move(o.token_)), payload_(std::move(o.payload_)) {}
+      : operation(o), name_(o.name_), cancel_(std::exchange(o.cancel_, nullptr)), payload_(std::move(o.payload_)) {}
   io_awaitable& operator=(io_awaitable&&) = delete;
-#ifndef NDEBUG
-  // The kernel (or the emulation) still holds this operation's address: freeing it now means a later
-  // completion writes into freed memory, which ASan cannot see. The executor never does this (it drains
-  // before freeing frames); destroying a suspended coroutine by hand does. Fail loudly instead.
   ~io_awaitable() {
+#ifndef NDEBUG
+    // The kernel (or the emulation) still holds this operation's address: freeing it now means a later
+    // completion writes into freed memory, which ASan cannot see. The executor never does this (it
+    // drains before freeing frames); destroying a suspended coroutine by hand does. Fail loudly instead.
     if (state != op_state::idle) in_flight_operation_destroyed(name_);
-  }
 #endif
+    delete cancel_;  // set only while a stop token is attached: one test when it is not
+  }
 
   bool await_ready() const noexcept { return false; }
 
   template <class Promise>
   [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<Promise> h) {
-    bool stoppable = token_.stop_possible();  // read once: the compiler cannot keep it across the stores below
     if constexpr (has_stop_token<Promise>) {
-      if (!stoppable) [[likely]] {
+      if (cancel_ == nullptr) [[likely]] {
         const std::stop_token& inherited = h.promise().stop_token();
-        if (inherited.stop_possible()) [[unlikely]] {
-          token_ = inherited;
-          stoppable = true;
-        }
+        if (inherited.stop_possible()) [[unlikely]] cancel_ = new op_canceller(inherited);
       }
     }
     waiter = h;
-    if (!std::is_same_v<Payload, no_payload> || stoppable) [[unlikely]] return start_special(executor_access::current(name_));
+    if (!std::is_same_v<Payload, no_payload> || cancel_ != nullptr) [[unlikely]] {
+      return start_special(executor_access::current(name_));
+    }
     // The common case (no stop token, no time, no owned data) goes straight into the SQ: keep it inline.
     executor& ex = executor_access::current(name_);
     if (!executor_access::start_inline(ex, *this)) [[unlikely]] executor_access::submit(ex, *this);
@@ -125,12 +166,12 @@ class [[nodiscard]] io_awaitable : private operation {
   }
 
   auto await_resume() {
-    // An operation cancelled while it blocked in an io-wq worker (a unix-domain connect to a full queue)
-    // says EINTR, the worker's interrupted syscall: report the cancel as such. Only operations that can
-    // be cancelled look (plain ones pay nothing).
-    if (cancel_) [[unlikely]] {
-      finish_cancellation();
-      if (res == -EINTR && token_.stop_requested()) res = -ECANCELED;
+    bool stopped = false;  // a stop was requested (plain operations pay nothing to find out)
+    if (cancel_ != nullptr) [[unlikely]] {
+      stopped = std::exchange(cancel_, nullptr)->finish();  // cleared here, so the destructor's test folds
+      // An operation cancelled while it blocked in an io-wq worker (a unix-domain connect to a full
+      // queue) says EINTR, the worker's interrupted syscall: report the cancel as such.
+      if (res == -EINTR && stopped) res = -ECANCELED;
     }
     std::int32_t r = res;
     if constexpr (std::is_same_v<Payload, timer_payload>) {
@@ -138,7 +179,7 @@ class [[nodiscard]] io_awaitable : private operation {
     }
     if constexpr (is_linked<Payload>) {
       if (r == -EINTR) r = -ECANCELED;
-      if (r == -ECANCELED && !token_.stop_requested()) r = -ETIMEDOUT;  // its linked timeout fired
+      if (r == -ECANCELED && !stopped) r = -ETIMEDOUT;  // its linked timeout fired
     }
     if constexpr (!Throw) {
       return io_result{r};
@@ -167,7 +208,13 @@ class [[nodiscard]] io_awaitable : private operation {
                                                                linked_payload<Payload>{std::move(payload_), t});
   }
 
-  void set_stop_token(std::stop_token t) noexcept { token_ = std::move(t); }
+  // Attaches `t` (replacing one attached before); a token that can never be stopped attaches nothing.
+  // Allocates the canceller that will hold it (std::bad_alloc).
+  void set_stop_token(std::stop_token t) {
+    if (!t.stop_possible()) return;
+    op_canceller* c = new op_canceller(std::move(t));
+    delete std::exchange(cancel_, c);
+  }
 
  private:
   template <class, bool, payload>
@@ -175,61 +222,23 @@ class [[nodiscard]] io_awaitable : private operation {
   // The same operation, re-typed (nothrow, linked timeout) with `p` as its payload.
   template <bool OtherThrow, payload OtherPayload>
   io_awaitable(io_awaitable<Result, OtherThrow, OtherPayload>&& o, Payload p) noexcept
-      : operation(o), name_(o.name_), token_(std::move(o.token_)), payload_(std::move(p)) {}
+      : operation(o), name_(o.name_), cancel_(std::exchange(o.cancel_, nullptr)), payload_(std::move(p)) {}
 
   [[gnu::noinline]] bool start_special(executor& ex) {
-    if (token_.stop_requested()) {
+    if (cancel_ != nullptr && cancel_->token.stop_requested()) {
       res = -ECANCELED;
-      return false;  // resume at once: nothing was started
+      return false;  // resume at once: nothing was started (await_resume frees the canceller)
     }
     payload_.bind(request);  // pointers into this object are taken only now, when it no longer moves
     executor_access::submit(ex, *this);
-    if (token_.stop_possible()) arm_cancellation(ex);
+    if (cancel_ != nullptr) cancel_->arm(*this, ex);
     return true;
   }
 
-  // The stop callback's side: cancel on the owner thread, or post the cancel there.
-  struct canceller : remote_node {
-    struct on_stop {
-      canceller* c;
-      void operator()() const noexcept {
-        if (running_executor() == &c->ex) {
-          executor_access::cancel(c->ex, c->self);
-        } else {
-          c->posted.store(true, std::memory_order_release);
-          executor_access::post_remote(c->ex, *c);
-        }
-      }
-    };
-    canceller(io_awaitable& a, executor& e) : self(a), ex(e) {
-      run = [](remote_node* n) noexcept {
-        auto* me = static_cast<canceller*>(n);
-        if (me->self.state != op_state::idle) executor_access::cancel(me->ex, me->self);
-      };
-    }
-    io_awaitable& self;
-    executor& ex;
-    std::atomic<bool> posted{false};
-    std::optional<std::stop_callback<on_stop>> callback;
-  };
-
-  void arm_cancellation(executor& ex) {
-    cancel_ = std::make_unique<canceller>(*this, ex);
-    cancel_->callback.emplace(token_, typename canceller::on_stop{cancel_.get()});  // may run at once
-  }
-
-  void finish_cancellation() noexcept {
-    cancel_->callback.reset();  // waits for a callback running on another thread
-    // A cancel posted from another thread still sits in the owner's queue, pointing at this object: run
-    // the queue now (the operation has completed, so the cancel does nothing) before this object dies.
-    if (cancel_->posted.load(std::memory_order_acquire)) executor_access::drain_remote(cancel_->ex);
-    cancel_.reset();
-  }
-
   const char* name_;
-  std::stop_token token_;
-  // Only operations that can be stopped pay for this (one allocation); the rest keep a small frame.
-  std::unique_ptr<canceller> cancel_;
+  // Owned; exists only while a stop token is attached (with_stop_token, or the awaiting task's), so a
+  // plain operation pays one pointer test to know it has none.
+  op_canceller* cancel_ = nullptr;
   [[no_unique_address]] Payload payload_;
 };
 

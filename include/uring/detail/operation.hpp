@@ -181,8 +181,10 @@ struct op_queue {
   // read of kernel-written memory per ring's worth of SQEs, not one per operation).
   unsigned sq_limit = 0;
   // One bit per op_code that start_inline may take now: nop, read and write, less those the allowlist
-  // refuses; none while the executor is closed or without an SQ. One test instead of four per operation.
+  // refuses; none while the executor is closed or without an SQ, nor while operations wait in the list
+  // (push clears it, take_all restores it). One test instead of five per operation.
   std::uint32_t inline_codes = 0;
+  std::uint32_t inline_allowed = 0;  // inline_codes while the list is empty
   std::uint64_t* started = nullptr;  // executor_stats::ops, counted here for inline starts
 
   // Keeps inline_codes in step with closed, refused and sqes; call after changing any of them.
@@ -190,7 +192,8 @@ struct op_queue {
     constexpr std::uint32_t kInlinable = (1u << static_cast<unsigned>(op_code::nop)) |
                                          (1u << static_cast<unsigned>(op_code::read)) |
                                          (1u << static_cast<unsigned>(op_code::write));
-    inline_codes = (closed || sqes == nullptr) ? 0 : kInlinable & ~refused;
+    inline_allowed = (closed || sqes == nullptr) ? 0 : kInlinable & ~refused;
+    inline_codes = head != nullptr ? 0 : inline_allowed;
   }
   void set_closed(bool c) noexcept {
     closed = c;
@@ -204,9 +207,13 @@ struct op_queue {
   bool start_inline(operation& op) noexcept {
     const io_request& r = op.request;
     const auto code = static_cast<unsigned>(r.code);
-    if (!((inline_codes >> code) & 1u) || head != nullptr) return false;
-    std::uint64_t* const w = claim_sqe();
-    if (w == nullptr) return false;  // SQ full: the list's submit makes room
+    if (!((inline_codes >> code) & 1u)) return false;
+    unsigned* const tail_at = sqe_tail;
+    const unsigned at = *tail_at;
+    if (static_cast<int>(sq_limit - at) <= 0) [[unlikely]] {
+      if (!refresh_sq_limit(at, 0)) return false;  // SQ full: the list's submit makes room
+    }
+    std::uint64_t* const w = static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
     static constexpr std::uint8_t kOpcode[] = {0 /* IORING_OP_NOP */, 22 /* READ */, 23 /* WRITE */};
     // Eight 8-byte stores (sqe_image's layout, flags/ioprio/rw_flags zero), not one per field. The request
     // was stored a moment ago, field by field, and sits in the store buffer: one 16-byte load of offset
@@ -219,7 +226,7 @@ struct op_queue {
     w[3] = r.len;
     w[4] = reinterpret_cast<std::uint64_t>(&op);
     w[5] = w[6] = w[7] = 0;
-    commit_sqe();
+    *tail_at = at + 1;
     op.state = op_state::submitted;
     ++inflight;
     ++started[code];
@@ -234,12 +241,16 @@ struct op_queue {
     const unsigned at = *sqe_tail;
     const int spare = static_cast<int>(sq_entries - most);  // room that must stay free
     if (static_cast<int>(sq_limit - at) <= spare) [[unlikely]] {
-      sq_limit = __atomic_load_n(sq_khead, __ATOMIC_ACQUIRE) + sq_entries;
-      if (static_cast<int>(sq_limit - at) <= spare) return nullptr;
+      if (!refresh_sq_limit(at, spare)) return nullptr;
     }
     return static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
   }
   void commit_sqe() noexcept { ++*sqe_tail; }
+  // Reads the kernel's head again: true if more than `spare` SQEs are free past `at`.
+  bool refresh_sq_limit(unsigned at, int spare) noexcept {
+    sq_limit = __atomic_load_n(sq_khead, __ATOMIC_ACQUIRE) + sq_entries;
+    return static_cast<int>(sq_limit - at) > spare;
+  }
 
   void push(operation& op) noexcept {
     op.next = nullptr;
@@ -251,10 +262,12 @@ struct op_queue {
     }
     tail = &op;
     ++inflight;
+    inline_codes = 0;  // what is awaited later must not overtake it
   }
   operation* take_all() noexcept {
     operation* first = head;
     head = tail = nullptr;
+    inline_codes = inline_allowed;
     return first;
   }
 };

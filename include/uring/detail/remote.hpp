@@ -35,6 +35,10 @@ inline constexpr std::uint64_t kMessageTag = 1;      // a message for this ring:
 inline constexpr std::uint64_t kSendFailedTag = 2;   // our MSG_RING to another ring failed: use the mailbox
 // (3 is message_hub's: a raw message of ours failed.)
 inline constexpr std::uint64_t kDoorbellTag = 4;     // no node: a poster woke us up to drain the mailbox
+// The whole user_data of the backend's own requests whose completions are ignored (cancels, the
+// completion of a linked timeout): tagged like the rest, so one test tells every CQE that is not an
+// operation's from one that is.
+inline constexpr std::uint64_t kOwnRequest = 5;
 inline constexpr std::uint64_t kTagMask = 7;
 
 class remote_queue {
