@@ -54,9 +54,16 @@ struct cq_view {
   unsigned take(completion* out, unsigned max, Each each) const noexcept {
     const unsigned head = *khead;
     const unsigned n = std::min(__atomic_load_n(ktail, __ATOMIC_ACQUIRE) - head, max);
-    for (unsigned i = 0; i < n; ++i) {
-      out[i] = cqes[(head + i) & mask];
-      each(out[i]);
+    // At most two runs of the ring (up to its end, then from its start): no index arithmetic per CQE.
+    const unsigned at = head & mask;
+    const unsigned first = std::min(n, mask + 1 - at);
+    for (const completion *c = cqes + at, *end = c + first; c != end; ++c, ++out) {
+      *out = *c;
+      each(*out);
+    }
+    for (const completion *c = cqes, *end = c + (n - first); c != end; ++c, ++out) {
+      *out = *c;
+      each(*out);
     }
     __atomic_store_n(khead, head + n, __ATOMIC_RELEASE);
     return n;

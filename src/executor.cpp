@@ -10,6 +10,7 @@
 #include <mutex>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -270,13 +271,17 @@ struct executor::impl {
   // One completion: an operation's final one on a running executor (the common case, told apart in two
   // tests), or a message, one of our own requests (tagged), a multishot operation's, or one met during
   // shutdown.
-  void dispatch(detail::op_queue& q, detail::completion c) {
-    if (((c.flags & (detail::kRawMessageFlag | detail::kCqeMore)) | (c.user_data & detail::kTagMask)) != 0 ||
-        q.closed) [[unlikely]] {
+  void dispatch(detail::op_queue& q, const detail::completion& c) {
+    // res and flags as the one word they are in the CQE: one test of the flags, one store into the operation.
+    std::uint64_t res_and_flags;
+    static_assert(offsetof(detail::completion, flags) == offsetof(detail::completion, res) + 4);
+    std::memcpy(&res_and_flags, &c.res, sizeof res_and_flags);
+    constexpr std::uint64_t kNotFinal = std::uint64_t{detail::kRawMessageFlag | detail::kCqeMore} << 32;
+    if ((c.user_data & detail::kTagMask) != 0 || (res_and_flags & kNotFinal) != 0 || q.closed) [[unlikely]] {
       return dispatch_special(c);
     }
     --q.inflight;
-    reinterpret_cast<detail::operation*>(c.user_data)->finish(c.res, c.flags);
+    reinterpret_cast<detail::operation*>(c.user_data)->finish(res_and_flags);
   }
 
   [[gnu::noinline]] void dispatch_special(detail::completion c) {

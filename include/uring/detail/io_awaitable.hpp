@@ -149,19 +149,20 @@ class [[nodiscard]] io_awaitable : private operation {
 
   template <class Promise>
   [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<Promise> h) {
+    waiter = h;
     if constexpr (has_stop_token<Promise>) {
       if (cancel_ == nullptr) [[likely]] {
         const std::stop_token& inherited = h.promise().stop_token();
-        if (inherited.stop_possible()) [[unlikely]] cancel_ = new op_canceller(inherited);
+        if (inherited.stop_possible()) [[unlikely]] return start_following(inherited);
       }
     }
-    waiter = h;
     if (!std::is_same_v<Payload, no_payload> || cancel_ != nullptr) [[unlikely]] {
       return start_special(executor_access::current(name_));
     }
     // The common case (no stop token, no time, no owned data) goes straight into the SQ: keep it inline.
-    executor& ex = executor_access::current(name_);
-    if (!executor_access::start_inline(ex, *this)) [[unlikely]] executor_access::submit(ex, *this);
+    executor* ex = running_executor();
+    if (ex == nullptr) [[unlikely]] executor_access::no_executor(name_);  // name_ read only here
+    if (!executor_access::start_inline(*ex, *this)) [[unlikely]] executor_access::submit(*ex, *this);
     return true;
   }
 
@@ -223,6 +224,12 @@ class [[nodiscard]] io_awaitable : private operation {
   template <bool OtherThrow, payload OtherPayload>
   io_awaitable(io_awaitable<Result, OtherThrow, OtherPayload>&& o, Payload p) noexcept
       : operation(o), name_(o.name_), cancel_(std::exchange(o.cancel_, nullptr)), payload_(std::move(p)) {}
+
+  // An operation with no token of its own, awaited by a coroutine that has one: it follows that token.
+  [[gnu::noinline]] bool start_following(const std::stop_token& t) {
+    cancel_ = new op_canceller(t);
+    return start_special(executor_access::current(name_));
+  }
 
   [[gnu::noinline]] bool start_special(executor& ex) {
     if (cancel_ != nullptr && cancel_->token.stop_requested()) {

@@ -13,6 +13,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace uring::detail {
 
@@ -124,6 +125,17 @@ struct operation {
   void finish(std::int32_t result, std::uint32_t flags) noexcept {
     res = result;
     cqe_flags = flags;
+    complete_now();
+  }
+  // The same with res and cqe_flags as the CQE lays them out, one 8-byte word (the reap loop's form).
+  void finish(std::uint64_t res_and_flags) noexcept {
+    static_assert(offsetof(operation, cqe_flags) == offsetof(operation, res) + 4);
+    std::memcpy(&res, &res_and_flags, sizeof res_and_flags);
+    complete_now();
+  }
+
+ private:
+  void complete_now() noexcept {
     state = op_state::idle;  // from here on a cancel must not reach the kernel: the address may be reused
     if (complete != nullptr) {
       complete(this);
