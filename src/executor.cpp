@@ -311,6 +311,7 @@ struct executor::impl {
   // step until every member has quiesced, because a coroutine may be suspended on one executor's ring
   // while its frame belongs to another's spawned list.
   bool defer_release = false;
+  const std::atomic<bool>* group_stopping = nullptr;  // a member's group has begun to stop (try_post_home)
   bool frames_pending = false;
   // A group member that has quiesced for good: after its frames are freed, nodes that still reach its
   // mailbox or CQ point into freed frames, so nothing may read them again (the destructor only closes).
@@ -827,7 +828,19 @@ bool executor_access::post_raw(executor& from, executor& to, const message& m) n
 
 void executor_access::make_sq_room(executor& ex) noexcept { ex.impl_->backend->make_sq_room(); }
 
-void executor_access::defer_frame_release(executor& ex) noexcept { ex.impl_->defer_release = true; }
+void executor_access::defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept {
+  ex.impl_->defer_release = true;
+  ex.impl_->group_stopping = &group_stopping;
+}
+
+bool executor_access::group_stopping(const executor& ex) noexcept {
+  const std::atomic<bool>* stopping = ex.impl_->group_stopping;
+  return stopping != nullptr && stopping->load(std::memory_order_acquire);
+}
+
+bool executor_access::try_post_home(executor& home, remote_node& node) noexcept {
+  return !group_stopping(home) && try_post(home, node);
+}
 
 void executor_access::release_frames(executor& ex) noexcept {
   if (ex.impl_->frames_pending) ex.impl_->release_frames();

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <atomic>
 #include <cstdio>
 #include <latch>
 #include <mutex>
@@ -31,7 +32,10 @@ struct executor_group::shared {
   std::exception_ptr startup_error;
   bool joined = false;
 
+  std::atomic<bool> stopping{false};  // set before any member is stopped (executor_access::try_post_home)
+
   void stop_all() noexcept {
+    stopping.store(true, std::memory_order_release);
     for (executor* ex : executors) {
       if (ex != nullptr) ex->stop();
     }
@@ -71,7 +75,7 @@ executor_group::executor_group(std::size_t n, const executor_options& opts, bool
       std::unique_ptr<executor> ex;
       try {
         ex = std::make_unique<executor>(opts);
-        detail::executor_access::defer_frame_release(*ex);
+        detail::executor_access::defer_frame_release(*ex, sh.stopping);
       } catch (...) {
         std::lock_guard lock(sh.error_mutex);
         if (!sh.startup_error) sh.startup_error = std::current_exception();

@@ -347,11 +347,11 @@ void throw_handle_refused(const char* what) {
   throw std::system_error(shutdown_error(), std::string(what) + ": the target executor is gone or no longer accepts work");
 }
 
-bool post_to_handle(std::uint64_t id, remote_node& node) noexcept {
+bool post_to_handle(std::uint64_t id, remote_node& node, bool going_home) noexcept {
   bool posted = false;
   registry::instance().with_id(id, [&](executor& ex) {
     node.target = &ex;
-    posted = executor_access::try_post(ex, node);
+    posted = going_home ? executor_access::try_post_home(ex, node) : executor_access::try_post(ex, node);
   });
   return posted;
 }

@@ -19,6 +19,7 @@
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
+#include "hop_util.hpp"
 #include "message_util.hpp"
 #include "test_util.hpp"
 
@@ -399,46 +400,8 @@ TEST_P(Handles, SpawnResumeOnAndSubmitToFailThroughADeadHandle) {
   }
 }
 
-// The target accepts the hop (its mailbox holds the node) but is destroyed before its loop ever runs it:
-// the coroutine travels back to its own executor and the co_await throws ESHUTDOWN there, instead of
-// being dropped. Both executors live on this thread, so each step happens in a known order.
-task<void> hop_then_record(executor_handle to, bool by_submit, bool& suspended, int& err, bool& fn_ran,
-                           std::shared_ptr<int> kept, executor*& resumed_on) {
-  try {
-    suspended = true;  // set just before the hand-off: poll() returns after it
-    if (by_submit) {
-      auto fn = [&fn_ran, kept] { fn_ran = true; };  // named: see SpawnResumeOnAndSubmitToFailThroughADeadHandle
-      co_await uring::submit_to(to, std::move(fn));
-    } else {
-      co_await uring::resume_on(to);
-    }
-  } catch (const std::system_error& e) {
-    expect_handle_refusal(e, by_submit ? "uring::submit_to" : "uring::resume_on");
-    err = e.code().value();
-  }
-  resumed_on = executor::current();
-}
-
 TEST_P(Handles, AHopTheTargetDroppedWhileShuttingDownComesBackWithEshutdown) {
-  for (bool by_submit : {false, true}) {
-    executor home(options());
-    auto target = std::make_unique<executor>(options());
-    bool suspended = false;
-    bool fn_ran = false;
-    int err = 0;
-    executor* resumed_on = nullptr;
-    auto token = std::make_shared<int>(0);
-    uring::spawn(home, hop_then_record(target->handle(), by_submit, suspended, err, fn_ran, token, resumed_on));
-    for (int i = 0; i < 100 && !suspended; ++i) home.poll();
-    ASSERT_TRUE(suspended);
-    ASSERT_EQ(err, 0) << "the target refused at once; this test is about an accepted hop";
-    target.reset();  // its last drain finds the hop and sends it home
-    for (int i = 0; i < 100 && resumed_on == nullptr; ++i) home.poll();
-    EXPECT_EQ(err, ESHUTDOWN);
-    EXPECT_EQ(resumed_on, &home);
-    EXPECT_FALSE(fn_ran);
-    EXPECT_EQ(token.use_count(), 1) << "the submit_to frame and its function are gone";
-  }
+  uring::test::expect_dropped_hop_comes_home(options(), [](executor& t) { return t.handle(); });
 }
 
 // Coroutines on two executors hop to a target through its handle and back while another thread destroys

@@ -4,14 +4,17 @@
 
 #include <atomic>
 #include <latch>
+#include <memory>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
+#include "hop_util.hpp"
 #include "signal_storm.hpp"
 #include "test_util.hpp"
 
@@ -122,6 +125,42 @@ TEST_P(Messaging, ResumeOnMovesTheCoroutineBetweenThreads) {
   EXPECT_NE(ids[0], ids[1]);
   EXPECT_EQ(ids[1], ids[2]);
   EXPECT_EQ(ids[0], ids[3]);
+}
+
+TEST_P(Messaging, AHopTheTargetDroppedWhileShuttingDownComesBackWithEshutdown) {
+  uring::test::expect_dropped_hop_comes_home(options(), [](executor& t) -> executor& { return t; });
+}
+
+// A group stopped while coroutines hop between its members: a member's last drain drops hops that were
+// on their way to it, and bouncing them home with ESHUTDOWN would throw into a sibling that is stopping
+// too (the coroutines here do not catch it, so join would rethrow). The group's stopping flag makes the
+// sibling refuse them; every coroutine is freed with the group, none is left behind.
+TEST_P(Messaging, AGroupStoppedWhileCoroutinesHopBetweenItsMembersJoinsCleanly) {
+  const int rounds = uring::test::scaled(40);
+  for (int r = 0; r < rounds; ++r) {
+    std::atomic<int> started{0};
+    std::atomic<int> destroyed{0};
+    std::atomic<long> hops{0};
+    {
+      executor_group group(2, options());
+      for (int i = 0; i < 8; ++i) {
+        uring::spawn(group.at(0), [](executor& a, executor& b, std::atomic<int>& up, std::atomic<int>& n,
+                                     std::atomic<long>& h) -> task<void> {
+          sentinel s{n};
+          up.fetch_add(1);
+          for (;;) {
+            co_await uring::resume_on(b);
+            co_await uring::resume_on(a);
+            h.fetch_add(1, std::memory_order_relaxed);
+          }
+        }(group.at(0), group.at(1), started, destroyed, hops));
+      }
+      while (started.load() < 8 || hops.load(std::memory_order_relaxed) < 100) std::this_thread::yield();
+      group.stop();
+      EXPECT_NO_THROW(group.join()) << "round " << r;
+    }
+    EXPECT_EQ(destroyed.load(), 8) << "round " << r << ", hops " << hops.load();
+  }
 }
 
 TEST_P(Messaging, ResumeOnTheCurrentExecutorDoesNotSuspend) {

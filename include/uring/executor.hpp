@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -234,7 +235,14 @@ struct executor_access {
   // native and planned for it, else through `to`'s mailbox. False if `to` no longer accepts work.
   static bool send(executor& to, remote_node& node) noexcept;
   // For executor_group: a stop quiesces the executor but frees its frames only at destruction.
-  static void defer_frame_release(executor& ex) noexcept;
+  // `group_stopping` is the group's flag, set before any member is stopped (see try_post_home).
+  static void defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept;
+  // As try_post, for a hop that a shutting-down target dropped and sends back to the coroutine's home:
+  // also refused once home's executor_group is stopping, so that the ESHUTDOWN is not bounced into a
+  // sibling that stops too (the group frees the frame, as for any coroutine caught by the stop).
+  static bool try_post_home(executor& home, remote_node& node) noexcept;
+  // True once the executor_group `ex` belongs to has begun to stop (false for an executor on its own).
+  static bool group_stopping(const executor& ex) noexcept;
   // For executor_group, once every member has quiesced: frees this executor's frames (owner thread).
   static void release_frames(executor& ex) noexcept;
 

@@ -32,7 +32,8 @@ namespace detail {
 // Out of line (src/message_hub.cpp), each under the registry's lock.
 bool handle_alive(std::uint64_t id) noexcept;
 // Hands `node` to the executor `id` names; false (nothing posted) if it is gone or refuses posts.
-bool post_to_handle(std::uint64_t id, remote_node& node) noexcept;
+// `going_home`: a dropped hop sent back (executor_access::try_post_home).
+bool post_to_handle(std::uint64_t id, remote_node& node, bool going_home = false) noexcept;
 // As try_send_message, with ESHUTDOWN for an executor that is gone.
 int try_send_to_handle(std::uint64_t id, const message& m) noexcept;
 // As park_sender; false (nothing parked) if the executor is gone.

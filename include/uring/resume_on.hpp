@@ -9,13 +9,16 @@
 // `co_await submit_to(other, fn)` runs `fn()` (a plain function, or one returning a task, which is
 // awaited there) on `other` and brings its result or exception back to the awaiting executor.
 // A target that no longer accepts work makes the co_await throw std::system_error(ESHUTDOWN), on the
-// awaiting coroutine's own executor; a submit_to's fn is then destroyed without running.
+// awaiting coroutine's own executor; a submit_to's fn is then destroyed without running. So does a target
+// that accepted the hand-off but shut down before running it: the node travels back home with the error
+// (if home refuses it too, home is shutting down and frees the frame itself). Inside an executor_group
+// that is stopping, a refused hop neither throws nor comes back: the coroutine stays suspended and the
+// group frees it, as it frees every coroutine its stop catches (so a stop never fails join()).
 //
 // Through an executor_handle (uring/executor_handle.hpp) the target is looked up under the registry's
 // lock, so the target may be destroyed at any time: the co_await either continues on the target or
 // throws ESHUTDOWN ("... the target executor is gone or no longer accepts work"), also when the target
-// accepted the hand-off but shut down before running it (the node then travels back home with the
-// error). The handle forms always take the target's mailbox, never MSG_RING: a MSG_RING names the target
+// accepted the hand-off but shut down before running it. The handle forms always take the target's mailbox, never MSG_RING: a MSG_RING names the target
 // by its ring's fd number and a failed one falls back to the target's address, neither of which stays
 // valid once the target may be destroyed (the fd may even name a newer ring by then).
 //
@@ -53,25 +56,27 @@ class [[nodiscard]] hop_awaitable : private remote_node {
  public:
   hop_awaitable(Target to, const char* what) noexcept : target_(to), what_(what) {
     run = [](remote_node* n) noexcept { static_cast<hop_awaitable*>(n)->waiter_.resume(); };
-    if constexpr (Target::by_handle) {
-      discard = &send_home;
-    } else {
-      discard = [](remote_node*) noexcept {};  // a shutting-down target must not resume it; its owner frees it
-    }
+    discard = &send_home;
   }
   bool await_ready() const noexcept { return target_.here(); }
   void await_suspend(std::coroutine_handle<> h) {
     waiter_ = h;
+    executor* home = executor::current();
     if constexpr (Target::by_handle) {
-      executor* home = executor::current();
       home_ = home != nullptr ? home->handle().id() : 0;
+    } else {
+      home_ = home;
     }
-    if (!target_.hand_off(*this)) refuse();  // nothing was handed over: it throws on this thread
+    if (!target_.hand_off(*this)) {
+      // Refused while this executor's group stops (a sibling quiesced first): the coroutine stays
+      // suspended and is freed with the group, like every coroutine the stop catches, rather than
+      // throwing ESHUTDOWN into a stopping executor, which would fail the group's join.
+      if (home != nullptr && executor_access::group_stopping(*home)) return;
+      refuse();  // nothing was handed over: it throws on this thread
+    }
   }
-  void await_resume() const noexcept(!Target::by_handle) {
-    if constexpr (Target::by_handle) {
-      if (refused_) refuse();
-    }
+  void await_resume() const {
+    if (refused_) refuse();
   }
 
  private:
@@ -83,20 +88,28 @@ class [[nodiscard]] hop_awaitable : private remote_node {
                               std::string(what_) + ": the target executor no longer accepts work");
     }
   }
-  // The target accepted the node but shuts down before running it (on its thread, in its last drain):
-  // the coroutine goes back to the executor it left, where await_resume throws ESHUTDOWN. If that one
-  // refuses too, it is shutting down and frees the frame itself.
+  // The target accepted the node but shuts down before running it (in its last drain, or where a failed
+  // MSG_RING falls back to a mailbox that refuses): the coroutine goes back to the executor it left,
+  // where await_resume throws ESHUTDOWN. If that one refuses (it is shutting down, or its
+  // executor_group is stopping), it frees the frame itself. (An executor& home is alive: it owns the
+  // frame this node lives in.)
   static void send_home(remote_node* n) noexcept {
     auto* self = static_cast<hop_awaitable*>(n);
     self->refused_ = true;
     self->discard = [](remote_node*) noexcept {};
-    (void)post_to_handle(self->home_, *self);
+    if constexpr (Target::by_handle) {
+      (void)post_to_handle(self->home_, *self, /*going_home=*/true);
+    } else if (self->home_ != nullptr) {
+      (void)executor_access::try_post_home(*self->home_, *self);
+    }
   }
 
   Target target_;
   const char* what_;
   std::coroutine_handle<> waiter_;
-  std::uint64_t home_ = 0;  // handles only: the awaiting coroutine's executor
+  // The awaiting coroutine's executor: by handle for a handle target (home too may go away), else its
+  // address.
+  std::conditional_t<Target::by_handle, std::uint64_t, executor*> home_{};
   bool refused_ = false;
 };
 
