@@ -8,11 +8,12 @@
 // Ordering: the values of one sender (one coroutine awaiting its sends in turn, or one thread calling
 // try_send in turn) arrive in the order they were sent; senders interleave in no particular order.
 // Back-pressure: at most capacity() values wait in the channel. A send that finds it full suspends its
-// coroutine until the receiver takes a value (the receiver takes the queued values in one batch under
-// the lock and hands them out without it; the places they free show to senders every 64 values or when
-// the batch is used up, and while senders are blocked the receiver takes the lock to let them in). Blocked senders are served first come, first served, and
-// while any is blocked a try_send() fails, so no newcomer overtakes them. A send completes when its
-// value is accepted (queued, or handed to the waiting receiver).
+// coroutine until the receiver takes a value. (The receiver takes the queued values in one batch under
+// the lock and hands them out without it; the places they free show to senders every capacity/8 values,
+// 1 to 64, or when the batch is used up; while senders are blocked the receiver takes the lock to let
+// them in.) Blocked senders are served first come, first served, and while any is blocked a try_send()
+// fails, so no newcomer overtakes them. A send completes when its value is accepted (queued, or handed
+// to the waiting receiver).
 // Close: close() makes every blocked and every later send throw std::system_error(EPIPE) (their values
 // were not accepted and stay with the sender), and try_send() return false. Every value accepted before
 // is still delivered: receive() yields them, then std::nullopt for good.
@@ -35,6 +36,7 @@
 // while a coroutine waits on it prints a message and calls std::terminate.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <coroutine>
@@ -132,7 +134,8 @@ class channel {
   };
 
   // Values go to coroutines on `receiver`. Throws std::invalid_argument if capacity is 0.
-  channel(executor& receiver, std::size_t capacity) : receiver_(receiver), capacity_(capacity) {
+  channel(executor& receiver, std::size_t capacity)
+      : receiver_(receiver), capacity_(capacity), publish_every_(publish_interval(capacity)) {
     if (capacity == 0) throw std::invalid_argument("uring::channel: capacity must be at least 1");
   }
   channel(const channel&) = delete;
@@ -245,9 +248,9 @@ class channel {
     // let in under the lock as each value leaves.
     if (!local_.empty() && !blocked_.load(std::memory_order_relaxed)) {
       take_local(r);
-      // Senders see the room this frees only every kPublishEvery values (or when the batch is gone):
+      // Senders see the room this frees only every publish_every_ values (or when the batch is gone):
       // until then they see less room than there is, never more, and the shared line stays put.
-      if (++unpublished_ == kPublishEvery || local_.empty()) publish_room();
+      if (++unpublished_ == publish_every_ || local_.empty()) publish_room();
       return false;
     }
     std::lock_guard lock(mutex_);
@@ -316,8 +319,12 @@ class channel {
   }
 
   // Three cache lines, by who writes them: measured, a stream's sender spent ~70% of its time in the
-  // mutex while the receiver's per-value update of in_local_ shared its line.
-  static constexpr unsigned kPublishEvery = 64;
+  // mutex while the receiver's per-value update of in_local_ shared its line. The receiver publishes the
+  // room it frees every capacity/8 values (1 to 64): rarely on a large channel, and soon enough on a
+  // small one that a sender never sees most of it full while it has room.
+  static std::size_t publish_interval(std::size_t capacity) noexcept {
+    return std::min<std::size_t>(64, std::max<std::size_t>(1, capacity / 8));
+  }
   // Senders' line: written on every send, under the mutex.
   alignas(64) detail::spin_lock mutex_;
   std::vector<T> queue_;            // accepted values, oldest first; with in_local_, at most capacity_
@@ -325,11 +332,12 @@ class channel {
   send_awaiter* tail_ = nullptr;
   receive_awaiter* parked_ = nullptr;  // only while queue_ and local_ are empty
   bool closed_ = false;
-  // Read by both sides, written rarely: the receiver every kPublishEvery values, a sender when it blocks.
+  // Read by both sides, written rarely: the receiver every publish_every_ values, a sender when it blocks.
   alignas(64) std::atomic<std::size_t> in_local_{0};  // local_'s size as last published (never below it)
   std::atomic<bool> blocked_{false};  // head_ != nullptr, for the receiver's lock-free path
   executor& receiver_;
   const std::size_t capacity_;
+  const std::size_t publish_every_;
   // The receiver's own.
   // The receiver's batch, taken from queue_ by swapping vectors: the emptied one goes back to the senders
   // with its capacity, so once warm neither side allocates (a deque allocated a block per 64 values on
@@ -345,7 +353,7 @@ class channel {
     }
   };
   alignas(64) batch local_;
-  unsigned unpublished_ = 0;         // values taken from local_ since in_local_ was last published
+  std::size_t unpublished_ = 0;      // values taken from local_ since in_local_ was last published
 };
 
 }  // namespace uring
