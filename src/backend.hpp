@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 
@@ -26,6 +27,14 @@ struct completion {
   std::uint64_t user_data;
   std::int32_t res;
   std::uint32_t flags;
+
+  // res and flags as the one word they are in the CQE (operation::store_result's form).
+  [[nodiscard]] std::uint64_t res_and_flags() const noexcept {
+    static_assert(offsetof(completion, flags) == offsetof(completion, res) + 4);
+    std::uint64_t w;
+    std::memcpy(&w, &res, sizeof w);
+    return w;
+  }
 };
 
 // A native ring's completion queue, read by the executor in place (backend::offer_inline_cq): the

@@ -10,7 +10,6 @@
 #include <mutex>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -272,10 +271,8 @@ struct executor::impl {
   // tests), or a message, one of our own requests (tagged), a multishot operation's, or one met during
   // shutdown.
   void dispatch(detail::op_queue& q, const detail::completion& c) {
-    // res and flags as the one word they are in the CQE: one test of the flags, one store into the operation.
-    std::uint64_t res_and_flags;
-    static_assert(offsetof(detail::completion, flags) == offsetof(detail::completion, res) + 4);
-    std::memcpy(&res_and_flags, &c.res, sizeof res_and_flags);
+    // res and flags as one word: one test of the flags, one store into the operation.
+    const std::uint64_t res_and_flags = c.res_and_flags();
     constexpr std::uint64_t kNotFinal = std::uint64_t{detail::kRawMessageFlag | detail::kCqeMore} << 32;
     if ((c.user_data & detail::kTagMask) != 0 || (res_and_flags & kNotFinal) != 0 || q.closed) [[unlikely]] {
       return dispatch_special(c);
@@ -296,29 +293,27 @@ struct executor::impl {
       if (op->multishot) complete_multishot(*op, c);
       return;
     }
-    op->finish(c.res, c.flags);
+    op->finish(c.res_and_flags());
   }
 
   // Every completion of a multishot operation reaches its complete fn, even during shutdown (see
   // operation::multishot): what it delivers must not leak, and an abandoned one frees itself.
   static void complete_multishot(detail::operation& op, const detail::completion& c) noexcept {
-    op.res = c.res;
-    op.cqe_flags = c.flags;
+    op.store_result(c.res_and_flags());
     op.complete(&op);
   }
 
-  // Shutting down: quiesce(), then release_frames(). A member of an executor_group defers the second
-  // step until every member has quiesced, because a coroutine may be suspended on one executor's ring
-  // while its frame belongs to another's spawned list.
-  bool defer_release = false;
-  const std::atomic<bool>* group_stopping = nullptr;  // a member's group has begun to stop (try_post_home)
+  // Shutting down: quiesce(), then release_frames(). A member of an executor_group (it has the group's
+  // stopping flag, for try_post_home) defers the second step until every member has quiesced, because a
+  // coroutine may be suspended on one executor's ring while its frame belongs to another's spawned list.
+  const std::atomic<bool>* group_stopping = nullptr;
   bool frames_pending = false;
   // A group member that has quiesced for good: after its frames are freed, nodes that still reach its
   // mailbox or CQ point into freed frames, so nothing may read them again (the destructor only closes).
   bool quiesced_final = false;
 
   void shutdown() noexcept {
-    if (defer_release) {
+    if (group_stopping != nullptr) {
       refuse_posts();  // before the last drain, so that no accepted post is left behind it
       hub->close();
       quiesce();
@@ -829,7 +824,6 @@ bool executor_access::post_raw(executor& from, executor& to, const message& m) n
 void executor_access::make_sq_room(executor& ex) noexcept { ex.impl_->backend->make_sq_room(); }
 
 void executor_access::defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept {
-  ex.impl_->defer_release = true;
   ex.impl_->group_stopping = &group_stopping;
 }
 

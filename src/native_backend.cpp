@@ -506,23 +506,19 @@ class native_backend final : public backend {
   // The turn's one enter. Its failures are handled out of line, so the common path keeps a small frame
   // (park_completions' batch is 1 KiB of stack).
   void enter(unsigned wait_nr) {
-    const int r = submit_and_enter(wait_nr);
-    if (r >= 0) [[likely]] {
-      stats_.sqes += static_cast<unsigned>(r);
-      return;
-    }
-    enter_failed(r, wait_nr);
+    int r = submit_and_enter(wait_nr);
+    if (r < 0) [[unlikely]] r = enter_again(r, wait_nr);
+    stats_.sqes += static_cast<unsigned>(r);
   }
 
-  [[gnu::noinline]] void enter_failed(int r, unsigned wait_nr) {
+  // After an enter failed with `r`: retries until one succeeds and returns what it submitted (0 when an
+  // interrupted one left nothing queued), or throws.
+  [[gnu::noinline]] int enter_again(int r, unsigned wait_nr) {
     for (;; r = submit_and_enter(wait_nr)) {
-      if (r >= 0) {
-        stats_.sqes += static_cast<unsigned>(r);
-        return;
-      }
+      if (r >= 0) return r;
       if (r == -EINTR) {
         // A signal interrupted the wait; whatever was queued went in or is retried next turn.
-        if (io_uring_sq_ready(&ring_) == 0) return;
+        if (io_uring_sq_ready(&ring_) == 0) return 0;
         continue;
       }
       if (r == -EBUSY || r == -EAGAIN) {

@@ -122,20 +122,13 @@ struct operation {
   bool multishot = false;
   io_request request;
 
-  void finish(std::int32_t result, std::uint32_t flags) noexcept {
-    res = result;
-    cqe_flags = flags;
-    complete_now();
-  }
-  // The same with res and cqe_flags as the CQE lays them out, one 8-byte word (the reap loop's form).
-  void finish(std::uint64_t res_and_flags) noexcept {
+  // res and cqe_flags, given as the CQE lays them out: one 8-byte word, stored in one go.
+  void store_result(std::uint64_t res_and_flags) noexcept {
     static_assert(offsetof(operation, cqe_flags) == offsetof(operation, res) + 4);
     std::memcpy(&res, &res_and_flags, sizeof res_and_flags);
-    complete_now();
   }
-
- private:
-  void complete_now() noexcept {
+  void finish(std::uint64_t res_and_flags) noexcept {
+    store_result(res_and_flags);
     state = op_state::idle;  // from here on a cancel must not reach the kernel: the address may be reused
     if (complete != nullptr) {
       complete(this);
@@ -225,7 +218,7 @@ struct op_queue {
     if (static_cast<int>(sq_limit - at) <= 0) [[unlikely]] {
       if (!refresh_sq_limit(at, 0)) return false;  // SQ full: the list's submit makes room
     }
-    std::uint64_t* const w = static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
+    std::uint64_t* const w = sqe_at(at);
     static constexpr std::uint8_t kOpcode[] = {0 /* IORING_OP_NOP */, 22 /* READ */, 23 /* WRITE */};
     // Eight 8-byte stores (sqe_image's layout, flags/ioprio/rw_flags zero), not one per field. The request
     // was stored a moment ago, field by field, and sits in the store buffer: one 16-byte load of offset
@@ -255,6 +248,10 @@ struct op_queue {
     if (static_cast<int>(sq_limit - at) <= spare) [[unlikely]] {
       if (!refresh_sq_limit(at, spare)) return nullptr;
     }
+    return sqe_at(at);
+  }
+  // The SQE that SQ position `at` uses, as eight words.
+  std::uint64_t* sqe_at(unsigned at) const noexcept {
     return static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
   }
   void commit_sqe() noexcept { ++*sqe_tail; }
