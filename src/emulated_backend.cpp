@@ -29,6 +29,8 @@
 #include <stdexcept>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "backend.hpp"
@@ -191,11 +193,15 @@ int run_sync(const io_request& r, bool& in_worker) {
 class emulated_backend final : public backend {
  public:
   emulated_backend(const executor_options& opts, executor_stats& stats)
-      : stats_(stats), refused_(opts.allowed_ops.refused_bits() & ~kExecutorOwnOps) {
+      : stats_(stats), refused_(opts.allowed_ops.refused_bits() & ~kExecutorOwnOps), direct_(opts.direct_files, -1) {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) throw std::system_error(errno, std::system_category(), "emulated backend: epoll_create1");
   }
   ~emulated_backend() override {
+    for (int fd : direct_) {
+      if (fd >= 0) ::close(fd);
+    }
+    for (int fd : closing_) ::close(fd);
     ::close(epoll_fd_);
     if (timer_fd_ >= 0) ::close(timer_fd_);
   }
@@ -361,6 +367,14 @@ class emulated_backend final : public backend {
 
   void start(operation& op) {
     const io_request& r = op.request;
+    if (r.direct) [[unlikely]] {
+      if (r.code == op_code::close) return post(op, close_direct(r.fd));
+      // The slot's file, as the kernel looks it up when the operation is issued.
+      const int fd = r.fd >= 0 && static_cast<std::size_t>(r.fd) < direct_.size() ? direct_[r.fd] : -1;
+      if (fd < 0) return post(op, -EBADF);
+      op.request.fd = fd;
+      op.request.direct = false;
+    }
     switch (r.code) {
       case op_code::nop:
         post(op, 0);
@@ -382,6 +396,9 @@ class emulated_backend final : public backend {
         return;
       case op_code::cancel_fd:
         post(op, cancel_fd(r.fd));
+        return;
+      case op_code::install_direct:
+        post(op, install_direct(*static_cast<int*>(r.addr)));
         return;
       case op_code::recv_multishot:
         break;  // no provided buffers here (register_buf_ring refuses): -EINVAL below
@@ -518,7 +535,7 @@ class emulated_backend final : public backend {
     fd_state& st = fds_[fd];
     if (!update_interest(fd, st)) {
       list.pop_back();
-      if (st.readers.empty() && st.writers.empty() && st.pollers.empty()) fds_.erase(fd);
+      if (st.readers.empty() && st.writers.empty() && st.pollers.empty()) forget(fds_.find(fd));
       return false;
     }
     park(op);
@@ -546,7 +563,40 @@ class emulated_backend final : public backend {
   void settle(std::unordered_map<int, fd_state>::iterator it) {
     update_interest(it->first, it->second);
     fd_state& st = it->second;
-    if (st.readers.empty() && st.writers.empty() && st.pollers.empty()) fds_.erase(it);
+    if (st.readers.empty() && st.writers.empty() && st.pollers.empty()) forget(it);
+  }
+
+  // Nobody waits on the fd any more; if it is the file of a closed direct slot, it goes now.
+  void forget(std::unordered_map<int, fd_state>::iterator it) {
+    const int fd = it->first;
+    fds_.erase(it);
+    if (closing_.erase(fd) != 0) ::close(fd);
+  }
+
+  // Direct descriptors: a slot holds a duplicate of the installed fd, so the caller's fd stays its own,
+  // as the kernel's table holds its own reference to the file. Like IORING_FILE_INDEX_ALLOC, the lowest
+  // free slot; the slot is written over `fd`, and the result is the count installed.
+  int install_direct(int& fd) {
+    if (direct_.empty()) return -ENXIO;
+    auto slot = std::find(direct_.begin(), direct_.end(), -1);
+    if (slot == direct_.end()) return -ENFILE;
+    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return -errno;
+    *slot = dup;
+    fd = static_cast<int>(slot - direct_.begin());
+    return 1;
+  }
+  // Empties a slot. Operations waiting on its file keep it, as in the kernel: it is closed once the last
+  // of them is done (forget).
+  int close_direct(int index) {
+    if (index < 0 || static_cast<std::size_t>(index) >= direct_.size() || direct_[index] < 0) return -EBADF;
+    const int fd = std::exchange(direct_[index], -1);
+    if (fds_.count(fd) != 0) {
+      closing_.insert(fd);
+    } else {
+      ::close(fd);
+    }
+    return 0;
   }
 
   // False if the fd cannot be watched.
@@ -676,6 +726,8 @@ class emulated_backend final : public backend {
   std::deque<completion> done_;
   std::unordered_map<int, fd_state> fds_;
   std::unordered_map<operation*, std::uint64_t> waiting_;  // parked operations and their wait ids
+  std::vector<int> direct_;         // the table of direct descriptors: a dup per slot, -1 when empty
+  std::unordered_set<int> closing_;  // dups of emptied slots that operations still wait on
   std::uint64_t last_wait_id_ = 0;
   std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
   // The eventfd slot.

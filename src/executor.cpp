@@ -413,6 +413,7 @@ const char* to_string(op_kind k) noexcept {
     case op_kind::recv_multishot: return "recv_multishot";
     case op_kind::send_zc: return "send_zc";
     case op_kind::splice: return "splice";
+    case op_kind::install_direct: return "install_direct";
   }
   return "?";
 }

@@ -83,6 +83,7 @@ std::uint8_t kernel_opcode(op_code c) {
     case op_code::recv_multishot: return IORING_OP_RECV;
     case op_code::send_zc: return IORING_OP_SEND_ZC;
     case op_code::splice: return IORING_OP_SPLICE;
+    case op_code::install_direct: return IORING_OP_FILES_UPDATE;
   }
   return IORING_OP_NOP;
 }
@@ -151,6 +152,15 @@ class native_backend final : public backend {
         plan.notes.push_back("registered ring fd: " +
                              explain_call_error("io_uring_register(IORING_REGISTER_RING_FDS)", r < 0 ? -r : EIO) +
                              "; the plain ring fd instead");
+      }
+    }
+    if (opts.direct_files > 0) {
+      // The table of direct descriptors, empty (sparse). Before restricting, as the ring fd.
+      if (int r = io_uring_register_files_sparse(&ring_, opts.direct_files); r < 0) {
+        io_uring_queue_exit(&ring_);
+        const std::string call = "io_uring_register(IORING_REGISTER_FILES2, " + std::to_string(opts.direct_files) +
+                                 " empty slots) for executor_options::direct_files";
+        throw std::system_error(-r, std::system_category(), explain_call_error(call.c_str(), -r));
       }
     }
     if (restricted) restrict_and_enable(plan.allowed_ops);
@@ -250,7 +260,7 @@ class native_backend final : public backend {
       op->state = op_state::submitted;
       ++stats_.ops[static_cast<std::size_t>(op->request.code)];
       const io_request& r = op->request;
-      if (r.code <= op_code::write && r.link_timeout == nullptr) [[likely]] {
+      if (r.code <= op_code::write && r.link_timeout == nullptr && !r.direct) [[likely]] {
         if (free == 0) [[unlikely]] {
           ring_.sq.sqe_tail = tail;
           flush_until_free(1);
@@ -393,7 +403,11 @@ class native_backend final : public backend {
         io_uring_prep_openat(sqe, r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len);
         break;
       case op_code::close:
-        io_uring_prep_close(sqe, r.fd);
+        if (r.direct) {
+          io_uring_prep_close_direct(sqe, static_cast<unsigned>(r.fd));
+        } else {
+          io_uring_prep_close(sqe, r.fd);
+        }
         break;
       case op_code::statx:
         io_uring_prep_statx(sqe, r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len,
@@ -443,7 +457,11 @@ class native_backend final : public backend {
         io_uring_prep_splice(sqe, static_cast<int>(r.aux), static_cast<std::int64_t>(r.offset), r.fd, -1, r.len,
                              r.op_flags);
         break;
+      case op_code::install_direct:
+        io_uring_prep_files_update(sqe, static_cast<int*>(r.addr), 1, static_cast<int>(IORING_FILE_INDEX_ALLOC));
+        break;
     }
+    if (r.direct && r.code != op_code::close) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data(sqe, &op);
     if (r.link_timeout != nullptr) {
       sqe->flags |= IOSQE_IO_LINK;

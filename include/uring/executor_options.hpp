@@ -114,6 +114,10 @@ struct executor_options {
   // cores. It sees MSG_RING messages and completions the kernel posts directly; those that need task work
   // (COOP_TASKRUN, DEFER_TASKRUN: socket and pipe reads) are seen when the window ends and the loop enters.
   std::chrono::microseconds busy_poll{0};
+  // Slots in the executor's table of direct descriptors (uring/direct.hpp; io_uring's registered files),
+  // registered empty at start-up. 0: no table (install_direct fails with ENXIO). The kernel caps it at
+  // RLIMIT_NOFILE.
+  unsigned direct_files = 0;
 };
 
 }  // namespace uring

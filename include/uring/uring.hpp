@@ -5,6 +5,7 @@
 #include "uring/async_semaphore.hpp"
 #include "uring/buffer.hpp"
 #include "uring/channel.hpp"
+#include "uring/direct.hpp"
 #include "uring/error.hpp"
 #include "uring/event.hpp"
 #include "uring/eventfd.hpp"

@@ -52,9 +52,13 @@ enum class op_code : std::uint8_t {
   // the input's end. One side must be a pipe. The input must have data to give (the emulation waits only
   // for the output to take more).
   splice,
+  // addr = int* holding an fd: installs a reference to its file in a free slot of the executor's table of
+  // direct descriptors (IORING_OP_FILES_UPDATE, IORING_FILE_INDEX_ALLOC), writes the slot over the fd, and
+  // completes with 1. -ENXIO without a table, -ENFILE when it is full.
+  install_direct,
 };
 
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::splice) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::install_direct) + 1;
 // As an offset: the fd's own position (pipes and sockets have none).
 inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
 
@@ -78,6 +82,9 @@ struct timespec64 {
 
 struct io_request {
   op_code code = op_code::nop;
+  // fd is a slot of the executor's table of direct descriptors (uring/direct.hpp), not a plain fd
+  // (IOSQE_FIXED_FILE; for close, the slot to empty). Such a request never takes start_inline.
+  bool direct = false;
   std::int32_t fd = -1;
   std::uint32_t len = 0;
   std::uint32_t op_flags = 0;
