@@ -1,28 +1,39 @@
-// direct.cpp — installing and closing direct descriptors (uring/direct.hpp).
+// direct.cpp — installing, closing and sending direct descriptors (uring/direct.hpp).
 #include "uring/direct.hpp"
 
 #include <cerrno>
 #include <string>
 #include <system_error>
 
+#include "uring/owned_fd.hpp"
+#include "uring/resume_on.hpp"
+
 namespace uring {
 
 namespace {
-// The table's own errors say what to change; the rest are the kernel's words.
-[[noreturn]] void direct_error(int err, const char* call, long arg) {
+// The table's own errors say what to change; the rest are the kernel's words. `target`: the table is
+// the one of send_direct's target.
+[[noreturn]] void direct_error(int err, const char* call, long arg, bool target = false) {
   std::string what = std::string("uring::") + call + "(" + std::to_string(arg) + ")";
-  if (err == ENXIO) what += ": the executor has no table of direct descriptors (executor_options::direct_files is 0)";
-  if (err == ENFILE) what += ": the executor's table of direct descriptors is full (executor_options::direct_files)";
-  if (err == EBADF) what += call[0] == 'c' ? ": the slot is empty" : ": not an open file descriptor";
+  const char* whose = target ? ": the target executor" : ": the executor";
+  if (err == ENXIO) what += std::string(whose) + " has no table of direct descriptors (executor_options::direct_files is 0)";
+  if (err == ENFILE) what += std::string(whose) + "'s table of direct descriptors is full (executor_options::direct_files)";
+  if (err == EBADF) what += call[0] == 'i' ? ": not an open file descriptor" : ": the slot is empty";
   throw std::system_error(err, std::system_category(), what);
+}
+
+// IORING_OP_FILES_UPDATE with IORING_FILE_INDEX_ALLOC: the slot, or -errno.
+task<int> install(int fd) {
+  int slot = fd;  // the kernel writes the slot it chose over the fd
+  const io_result r = co_await detail::io_awaitable<int, false>(
+      "install_direct", {.code = detail::op_code::install_direct, .addr = &slot});
+  co_return r.res < 0 ? r.res : slot;
 }
 }  // namespace
 
 task<direct_fd> install_direct(int fd) {
-  int slot = fd;  // the kernel writes the slot it chose over the fd
-  const io_result r = co_await detail::io_awaitable<int, false>(
-      "install_direct", {.code = detail::op_code::install_direct, .addr = &slot});
-  if (r.res < 0) direct_error(-r.res, "install_direct", fd);
+  const int slot = co_await install(fd);
+  if (slot < 0) direct_error(-slot, "install_direct", fd);
   co_return direct_fd{static_cast<std::uint32_t>(slot)};
 }
 
@@ -32,4 +43,50 @@ task<void> close_direct(direct_fd f) {
   if (r.res < 0) direct_error(-r.res, "close_direct", f.index);
 }
 
+namespace detail {
+
+task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_handoff> h) {
+  // Where the kernel moves the file (IORING_MSG_SEND_FD), the CQE it posts on target's ring brings `h`
+  // with the slot as its result.
+  h->run = [](remote_node* n) noexcept {
+    std::unique_ptr<direct_handoff> me(static_cast<direct_handoff*>(n));
+    me->deliver(direct_fd{static_cast<std::uint32_t>(n->res)});
+  };
+  h->discard = [](remote_node* n) noexcept { delete static_cast<direct_handoff*>(n); };  // target shuts down
+  const int ring = executor_access::direct_route(target, *h);
+  if (ring == -ENXIO) direct_error(ENXIO, "send_direct", f.index, true);
+  if (ring >= 0) {
+    const io_result r = co_await io_awaitable<int, false>(
+        "send_direct", {.code = op_code::send_direct,
+                        .fd = ring,
+                        .offset = reinterpret_cast<std::uint64_t>(static_cast<remote_node*>(h.get())) | kMessageTag,
+                        .aux = f.index});
+    if (r.res >= 0) {
+      h.release();  // target's CQE carries it now
+      co_await close_direct(f);
+      co_return;
+    }
+    // EINVAL: a kernel without IORING_MSG_SEND_FD (before 6.0); the mailbox road below works there.
+    if (r.res != -EINVAL) direct_error(-r.res, "send_direct", f.index, r.res != -EBADF);
+  }
+  // The mailbox road: the file as a plain fd, taken to target and installed in its table there.
+  const io_result plain = co_await io_awaitable<int, false, direct_payload>(
+      "send_direct", {.code = op_code::plain_fd, .fd = static_cast<std::int32_t>(f.index)}, {});
+  if (plain.res == -EINVAL) {
+    throw std::system_error(EOPNOTSUPP, std::system_category(),
+                            "uring::send_direct(" + std::to_string(f.index) +
+                                "): the mailbox road needs a plain fd for the file, and this kernel cannot make "
+                                "one (IORING_OP_FIXED_FD_INSTALL, 6.8)");
+  }
+  if (plain.res < 0) direct_error(-plain.res, "send_direct", f.index);
+  co_await submit_to(target, [fd = owned_fd(plain.res), h = std::move(h), index = f.index]() mutable -> task<void> {
+    const int slot = co_await install(fd.get());
+    if (slot < 0) direct_error(-slot, "send_direct", index, true);
+    fd.reset();
+    h->deliver(direct_fd{static_cast<std::uint32_t>(slot)});
+  });
+  co_await close_direct(f);
+}
+
+}  // namespace detail
 }  // namespace uring

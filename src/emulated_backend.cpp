@@ -400,6 +400,11 @@ class emulated_backend final : public backend {
       case op_code::install_direct:
         post(op, install_direct(*static_cast<int*>(r.addr)));
         return;
+      case op_code::plain_fd:  // the slot's file was looked up above, as the kernel does
+        post(op, retry_eintr([&] { return ::fcntl(r.fd, F_DUPFD_CLOEXEC, 0); }));
+        return;
+      case op_code::send_direct:
+        break;  // no other ring to send to: send_direct takes the mailbox road here (-EINVAL below)
       case op_code::recv_multishot:
         break;  // no provided buffers here (register_buf_ring refuses): -EINVAL below
       case op_code::poll: {

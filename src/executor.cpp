@@ -112,6 +112,7 @@ struct executor::impl {
     } else if (tag == detail::kMessageTag) {
       ++stats.messages_received;
       detail::annotate_acquire(node);
+      node->res = c.res;
       if (queue.closed && node->discard != nullptr) {
         node->discard(node);
       } else {
@@ -158,6 +159,7 @@ struct executor::impl {
   // executor_options::busy_poll. What the turn started goes to the kernel first (the peer may be spinning
   // for it), then the loop watches its CQ, its mailbox and stop() until the window ends. True: work came.
   std::chrono::microseconds busy_poll{0};
+  unsigned direct_files = 0;  // executor_options::direct_files (immutable: other threads read it)
   bool spin_until_work() {
     backend->submit(queue.take_all(), false);
     const auto deadline = std::chrono::steady_clock::now() + busy_poll;
@@ -414,6 +416,8 @@ const char* to_string(op_kind k) noexcept {
     case op_kind::send_zc: return "send_zc";
     case op_kind::splice: return "splice";
     case op_kind::install_direct: return "install_direct";
+    case op_kind::plain_fd: return "plain_fd";
+    case op_kind::send_direct: return "send_direct";
   }
   return "?";
 }
@@ -428,6 +432,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->plan = make_plan(probed_kernel(), opts, overrides);
   queue_.refused = opts.allowed_ops.refused_bits();
   impl_->busy_poll = opts.busy_poll;
+  impl_->direct_files = opts.direct_files;
   if (impl_->plan.backend == backend_kind::native) {
     try {
       impl_->backend = detail::make_native_backend(opts, impl_->plan, impl_->stats);
@@ -738,6 +743,24 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
     return true;
   }
   return try_post(to, node);
+}
+
+int executor_access::direct_route(executor& to, remote_node& node) noexcept {
+  executor* from = running_executor();
+  auto& dest = *to.impl_;
+  if (dest.direct_files == 0) return -ENXIO;  // the kernel would say ENFILE, as for a full table
+  if (from == nullptr || from == &to || !from->impl_->msg_ring_ok || !dest.msg_ring_ok || !from->impl_->backend ||
+      from->impl_->queue.closed) {
+    return -1;
+  }
+  {
+    std::lock_guard lock(dest.post_mutex);
+    if (dest.refusing_posts) return -1;  // the mailbox road says ESHUTDOWN
+  }
+  const int dest_fd = dest.ring_fd;  // read before the release, as in send
+  node.target = &to;
+  annotate_release(&node);
+  return dest_fd;
 }
 
 bool executor_access::on_owner_thread(const executor& ex) noexcept {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "liburing_compat.hpp"
 #include "setup_error.hpp"
 #include "uring/error.hpp"
 
@@ -84,6 +85,8 @@ std::uint8_t kernel_opcode(op_code c) {
     case op_code::send_zc: return IORING_OP_SEND_ZC;
     case op_code::splice: return IORING_OP_SPLICE;
     case op_code::install_direct: return IORING_OP_FILES_UPDATE;
+    case op_code::plain_fd: return kOpFixedFdInstall;
+    case op_code::send_direct: return IORING_OP_MSG_RING;
   }
   return IORING_OP_NOP;
 }
@@ -459,6 +462,16 @@ class native_backend final : public backend {
         break;
       case op_code::install_direct:
         io_uring_prep_files_update(sqe, static_cast<int*>(r.addr), 1, static_cast<int>(IORING_FILE_INDEX_ALLOC));
+        break;
+      case op_code::plain_fd:
+        io_uring_prep_rw(kOpFixedFdInstall, sqe, r.fd, nullptr, 0, 0);  // flags 0: the new fd is O_CLOEXEC
+        break;
+      case op_code::send_direct:
+        // liburing 2.3 has no helper for it (io_uring_prep_msg_ring_fd came in 2.4): by hand.
+        io_uring_prep_rw(IORING_OP_MSG_RING, sqe, r.fd, reinterpret_cast<void*>(std::uintptr_t{IORING_MSG_SEND_FD}), 0,
+                         r.offset);
+        sqe->addr3 = r.aux;
+        sqe->file_index = IORING_FILE_INDEX_ALLOC;  // the target's kernel picks the slot
         break;
     }
     if (r.direct && r.code != op_code::close) sqe->flags |= IOSQE_FIXED_FILE;

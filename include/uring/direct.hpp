@@ -2,9 +2,10 @@
 // files), so that an operation on one skips the kernel's lookup of an fd in the process's file table
 // (an fdget/fdput per operation, which threads sharing that table make costly).
 //
-// Provides: uring::direct_fd, uring::install_direct, uring::close_direct, and uring::read / uring::write
-// on a direct_fd.
-// Threads: a direct_fd is a slot of one executor's table: use it only from coroutines on that executor.
+// Provides: uring::direct_fd, uring::install_direct, uring::close_direct, uring::send_direct, and
+// uring::read / uring::write on a direct_fd.
+// Threads: a direct_fd is a slot of one executor's table: use it only from coroutines on that executor;
+// send_direct moves the file into another executor's table.
 //
 // The table has executor_options::direct_files slots (0 by default: no table), empty at start-up; what
 // it still holds when the executor goes is closed with it. install_direct(fd) puts a reference to fd's
@@ -14,13 +15,32 @@
 // table is full), EBADF (not an open fd; for an operation or close_direct: an empty slot).
 // Natively the table is the ring's registered files (IORING_REGISTER_FILES2, 5.19; slots chosen by the
 // kernel, IORING_FILE_INDEX_ALLOC); emulated, each slot holds a dup() of the fd, one more fd per slot.
+//
+// send_direct(target, f, fn) moves the file in slot f into a free slot of target's table and runs
+// fn(slot) on target's thread (fn returns void, or task<void>, which is spawned there). It completes once
+// the file is in target's table; slot f is then empty. Between two native rings that hand off by
+// MSG_RING the kernel moves the file (IORING_MSG_SEND_FD, 6.0: no plain fd is made); otherwise (an
+// emulated side, MSG_RING disabled) it travels as a plain fd (natively IORING_OP_FIXED_FD_INSTALL, 6.8)
+// through target's mailbox and is installed there. If it fails (target has no table: ENXIO, a full one:
+// ENFILE; target gone or shutting down: ESHUTDOWN), the file stays in slot f, fn is destroyed without
+// running, and the co_await throws std::system_error. An exception escaping fn fails target's executor,
+// as one escaping a posted function does. If target shuts down after accepting the file but before
+// running fn, fn is destroyed and the file is closed with target's table.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <memory>
+#include <exception>
+#include <type_traits>
+#include <utility>
 
 #include "uring/buffer.hpp"
 #include "uring/detail/io_awaitable.hpp"
 #include "uring/io.hpp"
+#include "uring/detail/remote.hpp"
+#include "uring/executor.hpp"
+#include "uring/spawn.hpp"
 #include "uring/task.hpp"
 
 namespace uring {
@@ -37,12 +57,46 @@ namespace detail {
 struct direct_payload {
   void bind(io_request& r) noexcept { r.direct = true; }
 };
+
+// A direct descriptor on its way to another executor, and what runs there once it has a slot.
+struct direct_handoff : remote_node {
+  virtual ~direct_handoff() = default;
+  // On the target's thread, with the slot the file got there.
+  virtual void deliver(direct_fd slot) noexcept = 0;
+};
+template <class Fn>
+struct direct_handoff_of final : direct_handoff {
+  explicit direct_handoff_of(Fn f) : fn(std::move(f)) {}
+  void deliver(direct_fd slot) noexcept override {
+    try {
+      if constexpr (std::is_void_v<std::invoke_result_t<Fn&, direct_fd>>) {
+        fn(slot);
+      } else {
+        spawn(run_owned(std::move(fn), slot));
+      }
+    } catch (...) {
+      report_posted_failure(std::current_exception());
+    }
+  }
+  // The task's frame owns the function: a lambda coroutine's captures live in the lambda, not the frame.
+  static task<void> run_owned(Fn f, direct_fd slot) { co_await f(slot); }
+  Fn fn;
+};
+task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_handoff> h);
 }  // namespace detail
 
 // Installs a reference to `fd`'s file in a free slot of the running executor's table; yields the slot.
 task<direct_fd> install_direct(int fd);
 // Empties the slot (its file closes once no operation holds it).
 task<void> close_direct(direct_fd f);
+
+// Moves the file in slot `f` into a free slot of `target`'s table and runs fn(that slot) there.
+template <class Fn>
+  requires std::is_void_v<std::invoke_result_t<Fn&, direct_fd>> ||
+           std::is_same_v<std::invoke_result_t<Fn&, direct_fd>, task<void>>
+task<void> send_direct(executor& target, direct_fd f, Fn fn) {
+  return detail::send_direct(target, f, std::make_unique<detail::direct_handoff_of<Fn>>(std::move(fn)));
+}
 
 // As read and write on a plain fd (uring/io.hpp), on the file in slot `f`.
 inline detail::io_awaitable<std::size_t, true, detail::direct_payload> read(

@@ -234,6 +234,11 @@ struct executor_access {
   // kernel (IORING_OP_MSG_RING from this thread's ring, no syscall of its own) where both executors are
   // native and planned for it, else through `to`'s mailbox. False if `to` no longer accepts work.
   static bool send(executor& to, remote_node& node) noexcept;
+  // For a direct descriptor sent with IORING_MSG_SEND_FD, whose CQE on `to` carries `node`: to's ring fd
+  // where the running executor and `to` both hand off by MSG_RING and `to` accepts work (node is then
+  // published to it, as send does), -ENXIO when `to` has no table (executor_options::direct_files), else
+  // -1 (the mailbox road).
+  static int direct_route(executor& to, remote_node& node) noexcept;
   // For executor_group: a stop quiesces the executor but frees its frames only at destruction.
   // `group_stopping` is the group's flag, set before any member is stopped (see try_post_home).
   static void defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept;

@@ -7,8 +7,8 @@
 // `submit_to(target, [fd = std::move(fd)]() mutable { ... })`. If the hand-off is refused (the target no
 // longer accepts work) or dropped (the target shuts down before running it), the task or function is
 // destroyed with the owner inside, so the fd is closed, never leaked. Plain fds are process-wide, so no
-// kernel transfer is needed between our executors; direct (fixed-table) descriptors, which would need
-// IORING_MSG_SEND_FD, are not used by this library.
+// kernel transfer is needed between our executors; a direct descriptor (a slot of one executor's table)
+// moves with uring::send_direct (uring/direct.hpp).
 #pragma once
 
 #include <unistd.h>

@@ -56,9 +56,15 @@ enum class op_code : std::uint8_t {
   // direct descriptors (IORING_OP_FILES_UPDATE, IORING_FILE_INDEX_ALLOC), writes the slot over the fd, and
   // completes with 1. -ENXIO without a table, -ENFILE when it is full.
   install_direct,
+  // fd = a direct slot: a new plain fd for its file (IORING_OP_FIXED_FD_INSTALL, 6.8; O_CLOEXEC).
+  plain_fd,
+  // fd = another ring's fd, aux = one of our direct slots, offset = the user_data of the CQE it posts
+  // there: installs the slot's file in a free slot of that ring's table (IORING_OP_MSG_RING with
+  // IORING_MSG_SEND_FD, 6.0). Completes with that slot; the CQE there carries it as its result. Native only.
+  send_direct,
 };
 
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::install_direct) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::send_direct) + 1;
 // As an offset: the fd's own position (pipes and sockets have none).
 inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
 

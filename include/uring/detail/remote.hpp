@@ -27,6 +27,9 @@ struct remote_node {
   // Where the node is going: a message sent through the kernel (MSG_RING) that fails falls back to this
   // executor's mailbox.
   executor* target = nullptr;
+  // The result of the CQE that brought the node by MSG_RING (0 for a plain message; for a direct
+  // descriptor sent with IORING_MSG_SEND_FD, the slot it got on this ring).
+  std::int32_t res = 0;
 };
 
 // A node's address travels in a CQE's user_data; its low bits say which kind of CQE it is (nodes are
