@@ -79,12 +79,14 @@ task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_han
                                 "one (IORING_OP_FIXED_FD_INSTALL, 6.8)");
   }
   if (plain.res < 0) direct_error(-plain.res, "send_direct", f.index);
-  co_await submit_to(target, [fd = owned_fd(plain.res), h = std::move(h), index = f.index]() mutable -> task<void> {
+  // Named, not a temporary in the co_await: g++ 12 mishandles a capturing lambda temporary there.
+  auto carry = [fd = owned_fd(plain.res), h = std::move(h), index = f.index]() mutable -> task<void> {
     const int slot = co_await install(fd.get());
     if (slot < 0) direct_error(-slot, "send_direct", index, true);
     fd.reset();
     h->deliver(direct_fd{static_cast<std::uint32_t>(slot)});
-  });
+  };
+  co_await submit_to(target, std::move(carry));
   co_await close_direct(f);
 }
 
