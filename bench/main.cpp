@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
       {"nop", "raw_registered"}, {"timer", "raw_liburing"}, {"cancel", "raw_liburing"}, {"pingpong", "raw_msg_ring"},
       {"eventfd_cycle", "raw_liburing"}, {"wake", "futex"}, {"stream", "raw_msg_ring"}, {"bidir", "raw_msg_ring"},
       {"fiber", "coroutine"}, {"fiber_switch", "coroutine_yield"}, {"fiber_memory", "parked"}, {"echo", "epoll"},
-      {"send", "copy"},
+      {"send", "copy"}, {"direct", "raw_fixed"},
       {"outside_post", "mailbox"}, {"outside_post_wake", "mailbox"}});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
