@@ -107,6 +107,7 @@ int attempt(const io_request& r) {
       });
     case op_code::accept:
     case op_code::accept_multishot:
+    case op_code::accept_direct:  // op_flags: SOCK_CLOEXEC, as the table's dups have
       return nonblocking(r.fd, [&] {
         return ::accept4(r.fd, static_cast<sockaddr*>(r.addr), reinterpret_cast<socklen_t*>(r.aux),
                          static_cast<int>(r.op_flags));
@@ -329,6 +330,7 @@ class emulated_backend final : public backend {
 
   // `in_worker`: the kernel would have completed it in an io-wq worker (see run_sync).
   void post(operation& op, int res, std::uint32_t flags = 0, bool in_worker = false) {
+    if (op.request.code == op_code::accept_direct && res >= 0) res = adopt_direct(res);
     done_.push_back(completion{reinterpret_cast<std::uint64_t>(&op), res, flags});
     posted_ = true;
     posted_in_worker_ |= in_worker;
@@ -387,6 +389,7 @@ class emulated_backend final : public backend {
       case op_code::recvmsg:
       case op_code::sendmsg:
       case op_code::accept:
+      case op_code::accept_direct:
       case op_code::connect:
       case op_code::splice:
         start_rw(op);
@@ -444,7 +447,8 @@ class emulated_backend final : public backend {
     const bool rw = r.code == op_code::read || r.code == op_code::write;
     // A socket operation asked not to wait (MSG_DONTWAIT in its flags) tries once and fails with EAGAIN,
     // as io_uring's does (REQ_F_NOWAIT: no poll is armed for it, and it queues behind nothing).
-    const bool dontwait = !rw && r.code != op_code::accept && r.code != op_code::connect && r.code != op_code::splice &&
+    const bool dontwait = !rw && r.code != op_code::accept && r.code != op_code::accept_direct &&
+                          r.code != op_code::connect && r.code != op_code::splice &&
                           (r.op_flags & MSG_DONTWAIT) != 0;
     int res = behind && !dontwait ? -EAGAIN : attempt(r);
     if (res == -EAGAIN && dontwait) {
@@ -510,6 +514,7 @@ class emulated_backend final : public backend {
       case op_code::recvmsg:
       case op_code::accept:
       case op_code::accept_multishot:
+      case op_code::accept_direct:
         return st.readers;
       case op_code::write:
       case op_code::send:
@@ -590,6 +595,17 @@ class emulated_backend final : public backend {
     *slot = dup;
     fd = static_cast<int>(slot - direct_.begin());
     return 1;
+  }
+  // accept_direct's connection goes into the lowest free slot itself; without room it is closed, and the
+  // answer is the kernel's: -ENFILE (also for a missing table).
+  int adopt_direct(int fd) {
+    auto slot = std::find(direct_.begin(), direct_.end(), -1);
+    if (slot == direct_.end()) {
+      ::close(fd);
+      return -ENFILE;
+    }
+    *slot = fd;
+    return static_cast<int>(slot - direct_.begin());
   }
   // Empties a slot. Operations waiting on its file keep it, as in the kernel: it is closed once the last
   // of them is done (forget).

@@ -418,6 +418,7 @@ const char* to_string(op_kind k) noexcept {
     case op_kind::install_direct: return "install_direct";
     case op_kind::plain_fd: return "plain_fd";
     case op_kind::send_direct: return "send_direct";
+    case op_kind::accept_direct: return "accept_direct";
   }
   return "?";
 }
@@ -745,10 +746,12 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
   return try_post(to, node);
 }
 
+unsigned executor_access::direct_files(const executor& ex) noexcept { return ex.impl_->direct_files; }
+
 int executor_access::direct_route(executor& to, remote_node& node) noexcept {
   executor* from = running_executor();
   auto& dest = *to.impl_;
-  if (dest.direct_files == 0) return -ENXIO;  // the kernel would say ENFILE, as for a full table
+  if (direct_files(to) == 0) return -ENXIO;  // the kernel would say ENFILE, as for a full table
   if (from == nullptr || from == &to || !from->impl_->msg_ring_ok || !dest.msg_ring_ok || !from->impl_->backend ||
       from->impl_->queue.closed) {
     return -1;

@@ -87,6 +87,7 @@ std::uint8_t kernel_opcode(op_code c) {
     case op_code::install_direct: return IORING_OP_FILES_UPDATE;
     case op_code::plain_fd: return kOpFixedFdInstall;
     case op_code::send_direct: return IORING_OP_MSG_RING;
+    case op_code::accept_direct: return IORING_OP_ACCEPT;
   }
   return IORING_OP_NOP;
 }
@@ -472,6 +473,9 @@ class native_backend final : public backend {
                          r.offset);
         sqe->addr3 = r.aux;
         sqe->file_index = IORING_FILE_INDEX_ALLOC;  // the target's kernel picks the slot
+        break;
+      case op_code::accept_direct:  // no SOCK_CLOEXEC: the kernel refuses it for a direct descriptor
+        io_uring_prep_accept_direct(sqe, r.fd, nullptr, nullptr, 0, IORING_FILE_INDEX_ALLOC - 1);
         break;
     }
     if (r.direct && r.code != op_code::close) sqe->flags |= IOSQE_FIXED_FILE;

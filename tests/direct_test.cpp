@@ -9,6 +9,8 @@
 #include <cstring>
 #include <latch>
 #include <set>
+#include <span>
+#include <string_view>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -183,6 +185,55 @@ TEST_P(Direct, ManyFilesFillDistinctSlots) {
       EXPECT_EQ(got, c);
     }
     for (direct_fd f : installed) co_await uring::close_direct(f);
+  }());
+}
+
+// A connection accepted straight into the table: the server side reads and writes through the slot.
+TEST_P(Direct, AcceptDirectPutsTheConnectionInASlot) {
+  run_with_table(4, []() -> task<void> {
+    auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+    const long fds_before = uring::test::open_fd_count();
+    auto [slot, client] = co_await uring::when_all(listener.accept_direct(),
+                                                   uring::net::tcp_stream::connect_to(listener.local_address()));
+    EXPECT_LT(slot.index, 4u);
+    // Natively the connection is in no fd table but the ring's; emulated, the slot's dup is the one fd.
+    EXPECT_EQ(uring::test::open_fd_count(), fds_before + 1 + (GetParam().options.backend == uring::backend_kind::emulated));
+    co_await client.write_all(std::string_view("ping"));
+    char buf[8] = {};
+    EXPECT_EQ(co_await uring::read(slot, uring::mutable_buffer(buf, 4)), 4u);
+    EXPECT_EQ(std::string(buf, 4), "ping");
+    EXPECT_EQ(co_await uring::write(slot, uring::const_buffer("pong", 4)), 4u);
+    co_await uring::close_direct(slot);  // the server's side closes: the client reads the reply, then EOF
+    std::string back;
+    for (;;) {
+      const std::size_t n = co_await client.read_some(std::span<char>(buf, sizeof buf));
+      if (n == 0) break;
+      back.append(buf, n);
+    }
+    EXPECT_EQ(back, "pong");
+  }());
+}
+
+TEST_P(Direct, AcceptDirectWithoutATableFailsWithEnxioAndAFullTableWithEnfile) {
+  run([]() -> task<void> {
+    auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+    auto [err, what] = co_await failure_of(listener.accept_direct());
+    EXPECT_EQ(err, ENXIO);
+    EXPECT_TRUE(contains(what, "direct_files")) << what;
+  }());
+  run_with_table(1, []() -> task<void> {
+    auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+    pipe_pair filler;
+    const direct_fd taken = co_await uring::install_direct(filler.read_end.get());
+    auto client = co_await uring::net::tcp_stream::connect_to(listener.local_address());
+    auto [err, what] = co_await failure_of(listener.accept_direct());
+    EXPECT_EQ(err, ENFILE);
+    EXPECT_TRUE(contains(what, "full")) << what;
+    // The connection was closed, not leaked: the client sees its end.
+    char c;
+    const uring::io_result r = co_await uring::read(client.fd(), uring::mutable_buffer(&c, 1)).nothrow();
+    EXPECT_TRUE(r.res == 0 || r.res == -ECONNRESET) << r.res;
+    co_await uring::close_direct(taken);
   }());
 }
 

@@ -3,7 +3,8 @@
 // (an fdget/fdput per operation, which threads sharing that table make costly).
 //
 // Provides: uring::direct_fd, uring::install_direct, uring::close_direct, uring::send_direct, and
-// uring::read / uring::write on a direct_fd.
+// uring::read / uring::write on a direct_fd (sockets too). net::tcp_listener::accept_direct accepts a
+// connection straight into a slot.
 // Threads: a direct_fd is a slot of one executor's table: use it only from coroutines on that executor;
 // send_direct moves the file into another executor's table.
 //

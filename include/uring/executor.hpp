@@ -239,6 +239,8 @@ struct executor_access {
   // published to it, as send does), -ENXIO when `to` has no table (executor_options::direct_files), else
   // -1 (the mailbox road).
   static int direct_route(executor& to, remote_node& node) noexcept;
+  // executor_options::direct_files (immutable, so any thread may ask).
+  static unsigned direct_files(const executor& ex) noexcept;
   // For executor_group: a stop quiesces the executor but frees its frames only at destruction.
   // `group_stopping` is the group's flag, set before any member is stopped (see try_post_home).
   static void defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept;

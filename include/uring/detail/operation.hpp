@@ -62,9 +62,13 @@ enum class op_code : std::uint8_t {
   // there: installs the slot's file in a free slot of that ring's table (IORING_OP_MSG_RING with
   // IORING_MSG_SEND_FD, 6.0). Completes with that slot; the CQE there carries it as its result. Native only.
   send_direct,
+  // fd: as accept, with the new socket put in a free slot of the executor's table of direct descriptors
+  // (IORING_FILE_INDEX_ALLOC, 5.19) instead of the process's. Completes with the slot; -ENFILE when the
+  // table is full or missing (the connection is closed).
+  accept_direct,
 };
 
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::send_direct) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::accept_direct) + 1;
 // As an offset: the fd's own position (pipes and sockets have none).
 inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
 

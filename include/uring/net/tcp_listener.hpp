@@ -10,6 +10,7 @@
 // among them. A unix-domain listener does not remove its path when it closes (as with bind(2)).
 #pragma once
 
+#include "uring/direct.hpp"
 #include "uring/net/accept_stream.hpp"
 #include "uring/net/address.hpp"
 #include "uring/net/socket.hpp"
@@ -34,6 +35,13 @@ class tcp_listener : public socket {
   [[nodiscard]] detail::io_awaitable<tcp_stream> accept() const noexcept {
     return {"accept", {.code = detail::op_code::accept, .fd = fd(), .op_flags = SOCK_CLOEXEC}};
   }
+
+  // One connection as a direct descriptor (uring/direct.hpp): the new socket goes into a free slot of
+  // the running executor's table (IORING_OP_ACCEPT with IORING_FILE_INDEX_ALLOC, 5.19), never into the
+  // process's file table. Read and write it through the slot; close_direct closes it. Throws
+  // std::system_error: ENXIO (no table: executor_options::direct_files), ENFILE (the table is full: the
+  // connection is closed), or accept's own errors.
+  [[nodiscard]] task<direct_fd> accept_direct() const;
 
   // Every connection, from one multishot accept (see uring/net/accept_stream.hpp). The listener must
   // outlive the stream.
