@@ -723,47 +723,44 @@ bool executor_access::try_post(executor& ex, remote_node& node) noexcept {
   return true;
 }
 
-bool executor_access::send(executor& to, remote_node& node) noexcept {
-  executor* from = running_executor();
-  node.target = &to;
+int executor_access::ring_route(executor* from, executor& to, remote_node& node) noexcept {
   auto& dest = *to.impl_;
-  // A shutting-down sender's ring may never submit again: its hand-offs take the mailbox.
-  if (from != nullptr && from != &to && from->impl_->msg_ring_ok && dest.msg_ring_ok && from->impl_->backend &&
-      !from->impl_->queue.closed) {
-    {
-      std::lock_guard lock(dest.post_mutex);  // the same refusal as the mailbox, so both roads agree
-      if (dest.refusing_posts) return false;
-    }
-    // Everything read of the target comes before the release: once the message lands, the target may
-    // finish and be destroyed (TSan saw this read race with ~executor when it came after).
-    const int dest_fd = dest.ring_fd;
-    annotate_release(&node);
-    from->impl_->backend->send_message(dest_fd, reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
-                                       reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);
-    ++from->impl_->stats.messages_sent_by_ring;
-    return true;
-  }
-  return try_post(to, node);
-}
-
-unsigned executor_access::direct_files(const executor& ex) noexcept { return ex.impl_->direct_files; }
-
-int executor_access::direct_route(executor& to, remote_node& node) noexcept {
-  executor* from = running_executor();
-  auto& dest = *to.impl_;
-  if (direct_files(to) == 0) return -ENXIO;  // the kernel would say ENFILE, as for a full table
   if (from == nullptr || from == &to || !from->impl_->msg_ring_ok || !dest.msg_ring_ok || !from->impl_->backend ||
       from->impl_->queue.closed) {
     return -1;
   }
   {
     std::lock_guard lock(dest.post_mutex);
-    if (dest.refusing_posts) return -1;  // the mailbox road says ESHUTDOWN
+    if (dest.refusing_posts) return -ESHUTDOWN;
   }
-  const int dest_fd = dest.ring_fd;  // read before the release, as in send
+  // Everything read of the target comes before the release: once the message lands, the target may
+  // finish and be destroyed (TSan saw this read race with ~executor when it came after).
+  const int dest_fd = dest.ring_fd;
   node.target = &to;
   annotate_release(&node);
   return dest_fd;
+}
+
+bool executor_access::send(executor& to, remote_node& node) noexcept {
+  executor* from = running_executor();
+  const int dest_fd = ring_route(from, to, node);
+  if (dest_fd == -ESHUTDOWN) return false;
+  if (dest_fd < 0) {
+    node.target = &to;
+    return try_post(to, node);
+  }
+  from->impl_->backend->send_message(dest_fd, reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
+                                     reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);
+  ++from->impl_->stats.messages_sent_by_ring;
+  return true;
+}
+
+unsigned executor_access::direct_files(const executor& ex) noexcept { return ex.impl_->direct_files; }
+
+int executor_access::direct_route(executor& to, remote_node& node) noexcept {
+  if (direct_files(to) == 0) return -ENXIO;  // the kernel would say ENFILE, as for a full table
+  const int dest_fd = ring_route(running_executor(), to, node);
+  return dest_fd >= 0 ? dest_fd : -1;  // the mailbox road reports a refusal (ESHUTDOWN) itself
 }
 
 bool executor_access::on_owner_thread(const executor& ex) noexcept {

@@ -239,6 +239,12 @@ struct executor_access {
   // published to it, as send does), -ENXIO when `to` has no table (executor_options::direct_files), else
   // -1 (the mailbox road).
   static int direct_route(executor& to, remote_node& node) noexcept;
+  // The kernel's road (MSG_RING) from `from`, the running executor, to `to`, shared by send and
+  // direct_route: to's ring fd where both are native and planned for MSG_RING and from's ring still
+  // submits (a shutting-down sender's ring may never submit again); -1 where the mailbox must carry the
+  // hand-off; -ESHUTDOWN where `to` refuses work (as its mailbox would: both roads agree). With a ring fd,
+  // `node` is published to `to` (its target set, the hand-off annotated for TSan).
+  static int ring_route(executor* from, executor& to, remote_node& node) noexcept;
   // executor_options::direct_files (immutable, so any thread may ask).
   static unsigned direct_files(const executor& ex) noexcept;
   // For executor_group: a stop quiesces the executor but frees its frames only at destruction.
