@@ -264,7 +264,7 @@ class native_backend final : public backend {
       op->state = op_state::submitted;
       ++stats_.ops[static_cast<std::size_t>(op->request.code)];
       const io_request& r = op->request;
-      if (r.code <= op_code::write && r.link_timeout == nullptr && !r.direct) [[likely]] {
+      if (r.code <= op_code::write && r.link_timeout == nullptr) [[likely]] {
         if (free == 0) [[unlikely]] {
           ring_.sq.sqe_tail = tail;
           flush_until_free(1);
@@ -375,6 +375,7 @@ class native_backend final : public backend {
     static constexpr std::uint8_t kOpcode[] = {IORING_OP_NOP, IORING_OP_READ, IORING_OP_WRITE};
     std::memset(sqe, 0, sizeof *sqe);
     sqe->opcode = kOpcode[static_cast<int>(r.code)];
+    sqe->flags = r.direct ? IOSQE_FIXED_FILE : 0;
     sqe->fd = r.fd;
     sqe->off = r.offset;
     sqe->addr = reinterpret_cast<std::uint64_t>(r.addr);

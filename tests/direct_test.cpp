@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <stop_token>
 #include <cerrno>
 #include <cstring>
 #include <latch>
@@ -71,6 +73,30 @@ TEST_P(Direct, APipeThroughTwoSlotsCarriesDataAndTheSlotsKeepItsFilesOpen) {
     co_await uring::close_direct(wr);
     EXPECT_EQ(co_await uring::read(rd, uring::mutable_buffer(buf, sizeof buf)), 0u);
     co_await uring::close_direct(rd);
+  }());
+}
+
+// The same slot through each road into the SQ: inline, the turn's list (an operation with a stop token
+// waits there), and the full preparation (one with a linked timeout).
+TEST_P(Direct, ReadsAndWritesUseTheSlotOnEveryRoadIntoTheQueue) {
+  run_with_table(4, []() -> task<void> {
+    pipe_pair p;
+    const direct_fd rd = co_await uring::install_direct(p.read_end.get());
+    const direct_fd wr = co_await uring::install_direct(p.write_end.get());
+    p.read_end.reset();
+    p.write_end.reset();
+    std::stop_source never;
+    EXPECT_EQ(co_await uring::write(wr, uring::const_buffer("a", 1)), 1u);
+    EXPECT_EQ(co_await uring::with_stop_token(uring::write(wr, uring::const_buffer("b", 1)), never.get_token()), 1u);
+    EXPECT_EQ(co_await uring::with_timeout(uring::write(wr, uring::const_buffer("c", 1)), std::chrono::seconds(5)), 1u);
+    char buf[3] = {};
+    EXPECT_EQ(co_await uring::with_stop_token(uring::read(rd, uring::mutable_buffer(buf, 1)), never.get_token()), 1u);
+    EXPECT_EQ(co_await uring::with_timeout(uring::read(rd, uring::mutable_buffer(buf + 1, 1)), std::chrono::seconds(5)),
+              1u);
+    EXPECT_EQ(co_await uring::read(rd, uring::mutable_buffer(buf + 2, 1)), 1u);
+    EXPECT_EQ(std::string(buf, 3), "abc");
+    co_await uring::close_direct(rd);
+    co_await uring::close_direct(wr);
   }());
 }
 

@@ -53,8 +53,7 @@ struct direct_fd {
 };
 
 namespace detail {
-// Marks the request's fd as a slot. (A payload, so the operation takes the submit list, which knows the
-// flag, rather than the inline path for plain fds.)
+// Marks the request's fd as a slot, for the operations that take no other payload (close, plain_fd).
 struct direct_payload {
   void bind(io_request& r) noexcept { r.direct = true; }
 };
@@ -100,25 +99,26 @@ task<void> send_direct(executor& target, direct_fd f, Fn fn) {
 }
 
 // As read and write on a plain fd (uring/io.hpp), on the file in slot `f`.
-inline detail::io_awaitable<std::size_t, true, detail::direct_payload> read(
-    direct_fd f, mutable_buffer buf, std::uint64_t offset = current_position) noexcept {
+// Like theirs, they go straight into the SQ (the slot flagged IOSQE_FIXED_FILE).
+inline detail::io_awaitable<std::size_t> read(direct_fd f, mutable_buffer buf,
+                                               std::uint64_t offset = current_position) noexcept {
   return {"read",
           {.code = detail::op_code::read,
+           .direct = true,
            .fd = static_cast<std::int32_t>(f.index),
            .len = detail::clamp_len(buf.size()),
            .offset = offset,
-           .addr = buf.data()},
-          {}};
+           .addr = buf.data()}};
 }
-inline detail::io_awaitable<std::size_t, true, detail::direct_payload> write(
-    direct_fd f, const_buffer buf, std::uint64_t offset = current_position) noexcept {
+inline detail::io_awaitable<std::size_t> write(direct_fd f, const_buffer buf,
+                                                std::uint64_t offset = current_position) noexcept {
   return {"write",
           {.code = detail::op_code::write,
+           .direct = true,
            .fd = static_cast<std::int32_t>(f.index),
            .len = detail::clamp_len(buf.size()),
            .offset = offset,
-           .addr = const_cast<void*>(buf.data())},
-          {}};
+           .addr = const_cast<void*>(buf.data())}};
 }
 
 }  // namespace uring

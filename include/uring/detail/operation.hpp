@@ -93,7 +93,8 @@ struct timespec64 {
 struct io_request {
   op_code code = op_code::nop;
   // fd is a slot of the executor's table of direct descriptors (uring/direct.hpp), not a plain fd
-  // (IOSQE_FIXED_FILE; for close, the slot to empty). Such a request never takes start_inline.
+  // (IOSQE_FIXED_FILE, which is 1: start_inline writes this byte as the SQE's flags; for close, the slot
+  // to empty).
   bool direct = false;
   std::int32_t fd = -1;
   std::uint32_t len = 0;
@@ -237,12 +238,14 @@ struct op_queue {
     }
     std::uint64_t* const w = sqe_at(at);
     static constexpr std::uint8_t kOpcode[] = {0 /* IORING_OP_NOP */, 22 /* READ */, 23 /* WRITE */};
+    static_assert(offsetof(io_request, direct) == offsetof(io_request, code) + 1);
     // Eight 8-byte stores (sqe_image's layout, flags/ioprio/rw_flags zero), not one per field. The request
     // was stored a moment ago, field by field, and sits in the store buffer: one 16-byte load of offset
     // and addr together (what the compiler would merge them into) straddles two of those stores and
     // stalls until they retire (store-forwarding failure, measured ~1/3 of this function's time).
     // Single relaxed atomic loads are not merged.
-    w[0] = kOpcode[code] | std::uint64_t{static_cast<std::uint32_t>(r.fd)} << 32;
+    // The SQE's flags byte is IOSQE_FIXED_FILE (1) for a direct descriptor, else 0: `direct` as is.
+    w[0] = kOpcode[code] | std::uint64_t{r.direct} << 8 | std::uint64_t{static_cast<std::uint32_t>(r.fd)} << 32;
     w[1] = __atomic_load_n(&r.offset, __ATOMIC_RELAXED);
     w[2] = reinterpret_cast<std::uint64_t>(__atomic_load_n(&r.addr, __ATOMIC_RELAXED));
     w[3] = r.len;
