@@ -437,6 +437,61 @@ TEST_P(DirectSend, AStoppedTargetFailsWithEshutdownAndTheFileStays) {
   senders.join();
 }
 
+TEST_P(DirectSend, AnEmptySlotFailsWithEbadfAndFnDoesNotRun) {
+  uring::executor_group group(2, with_table(2));
+  std::latch done(1);
+  int err = 0;
+  std::string what;
+  bool ran = false;
+  uring::spawn(group.at(0), [](uring::executor& target, int& e, std::string& w, bool& r, std::latch& l) -> task<void> {
+    pipe_pair p;
+    const direct_fd slot = co_await uring::install_direct(p.read_end.get());
+    co_await uring::close_direct(slot);
+    auto fn = [&r](direct_fd) { r = true; };
+    try {
+      co_await uring::send_direct(target, slot, fn);
+    } catch (const std::system_error& ex) {
+      e = ex.code().value();
+      w = ex.what();
+    }
+    l.count_down();
+  }(group.at(1), err, what, ran, done));
+  done.wait();
+  group.stop();
+  group.join();
+  EXPECT_EQ(err, EBADF);
+  EXPECT_TRUE(contains(what, "slot is empty")) << what;
+  EXPECT_FALSE(ran);
+}
+
+// To its own executor: the file changes slots (by the mailbox road: a ring cannot MSG_SEND_FD to itself).
+TEST_P(DirectSend, ToItsOwnExecutorTheFileMovesToAnotherSlot) {
+  uring::executor_group group(1, with_table(4));
+  std::latch done(1);
+  std::string got;
+  uring::spawn(group.at(0), [](uring::executor& self, std::string& out, std::latch& l) -> task<void> {
+    pipe_pair p;
+    const direct_fd w = co_await uring::install_direct(p.write_end.get());
+    p.write_end.reset();
+    direct_fd moved{};
+    bool ran = false;
+    auto fn = [&moved, &ran](direct_fd s) {
+      moved = s;
+      ran = true;
+    };
+    co_await uring::send_direct(self, w, fn);
+    EXPECT_TRUE(ran);
+    EXPECT_EQ(co_await uring::write(moved, uring::const_buffer("self", 4)), 4u);
+    co_await uring::close_direct(moved);
+    out = co_await read_all(p.read_end.get());
+    l.count_down();
+  }(group.at(0), got, done));
+  done.wait();
+  group.stop();
+  group.join();
+  EXPECT_EQ(got, "self");
+}
+
 INSTANTIATE_MESSAGING_BACKENDS(DirectSend);
 
 }  // namespace
