@@ -10,17 +10,19 @@
 
 namespace uring {
 
-namespace {
-// The table's own errors say what to change; the rest are the kernel's words. `target`: the table is
-// the one of send_direct's target.
-[[noreturn]] void direct_error(int err, const char* call, long arg, bool target = false) {
+namespace detail {
+void throw_direct_error(int err, const char* call, long arg, const char* ebadf, bool target) {
   std::string what = std::string("uring::") + call + "(" + std::to_string(arg) + ")";
-  const char* whose = target ? ": the target executor" : ": the executor";
-  if (err == ENXIO) what += std::string(whose) + " has no table of direct descriptors (executor_options::direct_files is 0)";
-  if (err == ENFILE) what += std::string(whose) + "'s table of direct descriptors is full (executor_options::direct_files)";
-  if (err == EBADF) what += call[0] == 'i' ? ": not an open file descriptor" : ": the slot is empty";
+  const std::string whose = target ? ": the target executor" : ": the executor";
+  if (err == ENXIO) what += whose + " has no table of direct descriptors (executor_options::direct_files is 0)";
+  if (err == ENFILE) what += whose + "'s table of direct descriptors is full (executor_options::direct_files)";
+  if (err == EBADF && ebadf != nullptr) what += std::string(": ") + ebadf;
   throw std::system_error(err, std::system_category(), what);
 }
+}  // namespace detail
+
+namespace {
+constexpr const char* kEmptySlot = "the slot is empty";
 
 // IORING_OP_FILES_UPDATE with IORING_FILE_INDEX_ALLOC: the slot, or -errno.
 task<int> install(int fd) {
@@ -33,14 +35,14 @@ task<int> install(int fd) {
 
 task<direct_fd> install_direct(int fd) {
   const int slot = co_await install(fd);
-  if (slot < 0) direct_error(-slot, "install_direct", fd);
+  if (slot < 0) detail::throw_direct_error(-slot, "install_direct", fd, "not an open file descriptor");
   co_return direct_fd{static_cast<std::uint32_t>(slot)};
 }
 
 task<void> close_direct(direct_fd f) {
-  const io_result r = co_await detail::io_awaitable<void, false, detail::direct_payload>(
-      "close_direct", {.code = detail::op_code::close, .fd = static_cast<std::int32_t>(f.index)}, {});
-  if (r.res < 0) direct_error(-r.res, "close_direct", f.index);
+  const io_result r = co_await detail::io_awaitable<void, false>(
+      "close_direct", {.code = detail::op_code::close, .direct = true, .fd = static_cast<std::int32_t>(f.index)});
+  if (r.res < 0) detail::throw_direct_error(-r.res, "close_direct", f.index, kEmptySlot);
 }
 
 namespace detail {
@@ -54,7 +56,7 @@ task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_han
   };
   h->discard = [](remote_node* n) noexcept { delete static_cast<direct_handoff*>(n); };  // target shuts down
   const int ring = executor_access::direct_route(target, *h);
-  if (ring == -ENXIO) direct_error(ENXIO, "send_direct", f.index, true);
+  if (ring == -ENXIO) throw_direct_error(ENXIO, "send_direct", f.index, kEmptySlot, true);
   if (ring >= 0) {
     const io_result r = co_await io_awaitable<int, false>(
         "send_direct", {.code = op_code::send_direct,
@@ -67,22 +69,22 @@ task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_han
       co_return;
     }
     // EINVAL: a kernel without IORING_MSG_SEND_FD (before 6.0); the mailbox road below works there.
-    if (r.res != -EINVAL) direct_error(-r.res, "send_direct", f.index, r.res != -EBADF);
+    if (r.res != -EINVAL) throw_direct_error(-r.res, "send_direct", f.index, kEmptySlot, r.res != -EBADF);
   }
   // The mailbox road: the file as a plain fd, taken to target and installed in its table there.
-  const io_result plain = co_await io_awaitable<int, false, direct_payload>(
-      "send_direct", {.code = op_code::plain_fd, .fd = static_cast<std::int32_t>(f.index)}, {});
+  const io_result plain = co_await io_awaitable<int, false>(
+      "send_direct", {.code = op_code::plain_fd, .direct = true, .fd = static_cast<std::int32_t>(f.index)});
   if (plain.res == -EINVAL) {
     throw std::system_error(EOPNOTSUPP, std::system_category(),
                             "uring::send_direct(" + std::to_string(f.index) +
                                 "): the mailbox road needs a plain fd for the file, and this kernel cannot make "
                                 "one (IORING_OP_FIXED_FD_INSTALL, 6.8)");
   }
-  if (plain.res < 0) direct_error(-plain.res, "send_direct", f.index);
+  if (plain.res < 0) throw_direct_error(-plain.res, "send_direct", f.index, kEmptySlot);
   // Named, not a temporary in the co_await: g++ 12 mishandles a capturing lambda temporary there.
   auto carry = [fd = owned_fd(plain.res), h = std::move(h), index = f.index]() mutable -> task<void> {
     const int slot = co_await install(fd.get());
-    if (slot < 0) direct_error(-slot, "send_direct", index, true);
+    if (slot < 0) throw_direct_error(-slot, "send_direct", index, kEmptySlot, true);
     fd.reset();
     h->deliver(direct_fd{static_cast<std::uint32_t>(slot)});
   };

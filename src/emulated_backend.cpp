@@ -583,21 +583,9 @@ class emulated_backend final : public backend {
     if (closing_.erase(fd) != 0) ::close(fd);
   }
 
-  // Direct descriptors: a slot holds a duplicate of the installed fd, so the caller's fd stays its own,
-  // as the kernel's table holds its own reference to the file. Like IORING_FILE_INDEX_ALLOC, the lowest
-  // free slot; the slot is written over `fd`, and the result is the count installed.
-  int install_direct(int& fd) {
-    if (direct_.empty()) return -ENXIO;
-    auto slot = std::find(direct_.begin(), direct_.end(), -1);
-    if (slot == direct_.end()) return -ENFILE;
-    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (dup < 0) return -errno;
-    *slot = dup;
-    fd = static_cast<int>(slot - direct_.begin());
-    return 1;
-  }
-  // accept_direct's connection goes into the lowest free slot itself; without room it is closed, and the
-  // answer is the kernel's: -ENFILE (also for a missing table).
+  // Direct descriptors: `fd` becomes the table's own, in the lowest free slot (where the kernel's
+  // IORING_FILE_INDEX_ALLOC picks its own). Returns the slot; without room, closes fd and returns -ENFILE
+  // (the kernel's answer, also for a missing table).
   int adopt_direct(int fd) {
     auto slot = std::find(direct_.begin(), direct_.end(), -1);
     if (slot == direct_.end()) {
@@ -606,6 +594,18 @@ class emulated_backend final : public backend {
     }
     *slot = fd;
     return static_cast<int>(slot - direct_.begin());
+  }
+  // install_direct: a slot holds a duplicate of the fd, so the caller's fd stays its own, as the kernel's
+  // table holds its own reference to the file. The slot is written over `fd`; the result is the count
+  // installed.
+  int install_direct(int& fd) {
+    if (direct_.empty()) return -ENXIO;
+    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return -errno;
+    const int slot = adopt_direct(dup);
+    if (slot < 0) return slot;
+    fd = slot;
+    return 1;
   }
   // Empties a slot. Operations waiting on its file keep it, as in the kernel: it is closed once the last
   // of them is done (forget).

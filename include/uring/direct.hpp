@@ -31,15 +31,15 @@
 
 #include <concepts>
 #include <cstdint>
-#include <memory>
 #include <exception>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
 #include "uring/buffer.hpp"
 #include "uring/detail/io_awaitable.hpp"
-#include "uring/io.hpp"
 #include "uring/detail/remote.hpp"
+#include "uring/io.hpp"
 #include "uring/executor.hpp"
 #include "uring/spawn.hpp"
 #include "uring/task.hpp"
@@ -53,10 +53,10 @@ struct direct_fd {
 };
 
 namespace detail {
-// Marks the request's fd as a slot, for the operations that take no other payload (close, plain_fd).
-struct direct_payload {
-  void bind(io_request& r) noexcept { r.direct = true; }
-};
+// Throws std::system_error(err) naming `call(arg)`. ENXIO and ENFILE say what to change about the table
+// (the running executor's, or with `target` send_direct's target's); `ebadf` says what EBADF means for
+// this call (null: the kernel's words only).
+[[noreturn]] void throw_direct_error(int err, const char* call, long arg, const char* ebadf, bool target = false);
 
 // A direct descriptor on its way to another executor, and what runs there once it has a slot.
 struct direct_handoff : remote_node {
@@ -98,27 +98,16 @@ task<void> send_direct(executor& target, direct_fd f, Fn fn) {
   return detail::send_direct(target, f, std::make_unique<detail::direct_handoff_of<Fn>>(std::move(fn)));
 }
 
-// As read and write on a plain fd (uring/io.hpp), on the file in slot `f`.
-// Like theirs, they go straight into the SQ (the slot flagged IOSQE_FIXED_FILE).
+// As read and write on a plain fd (uring/io.hpp), on the file in slot `f` (IOSQE_FIXED_FILE).
 inline detail::io_awaitable<std::size_t> read(direct_fd f, mutable_buffer buf,
                                                std::uint64_t offset = current_position) noexcept {
-  return {"read",
-          {.code = detail::op_code::read,
-           .direct = true,
-           .fd = static_cast<std::int32_t>(f.index),
-           .len = detail::clamp_len(buf.size()),
-           .offset = offset,
-           .addr = buf.data()}};
+  return detail::rw("read", detail::op_code::read, true, static_cast<std::int32_t>(f.index), buf.data(), buf.size(),
+                    offset);
 }
 inline detail::io_awaitable<std::size_t> write(direct_fd f, const_buffer buf,
                                                 std::uint64_t offset = current_position) noexcept {
-  return {"write",
-          {.code = detail::op_code::write,
-           .direct = true,
-           .fd = static_cast<std::int32_t>(f.index),
-           .len = detail::clamp_len(buf.size()),
-           .offset = offset,
-           .addr = const_cast<void*>(buf.data())}};
+  return detail::rw("write", detail::op_code::write, true, static_cast<std::int32_t>(f.index),
+                    const_cast<void*>(buf.data()), buf.size(), offset);
 }
 
 }  // namespace uring

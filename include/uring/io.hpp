@@ -35,6 +35,13 @@ inline std::uint32_t clamp_len(std::size_t n) noexcept {
   return static_cast<std::uint32_t>(n < kMax ? n : kMax);
 }
 
+// A read or write of `size` bytes at `addr`: on a plain fd, or (direct) on a slot of the executor's table
+// of direct descriptors (uring/direct.hpp). Both go straight into the SQ.
+inline io_awaitable<std::size_t> rw(const char* name, op_code code, bool direct, std::int32_t fd, void* addr,
+                                    std::size_t size, std::uint64_t offset) noexcept {
+  return {name, {.code = code, .direct = direct, .fd = fd, .len = clamp_len(size), .offset = offset, .addr = addr}};
+}
+
 }  // namespace detail
 
 // Completes without doing anything: the cost of one round trip through the ring.
@@ -43,24 +50,14 @@ inline detail::io_awaitable<void> nop() noexcept { return {"nop", {.code = detai
 // Reads up to buf.size() bytes at `offset` (or at the current position). Yields the byte count, 0 at EOF.
 inline detail::io_awaitable<std::size_t> read(int fd, mutable_buffer buf,
                                                std::uint64_t offset = current_position) noexcept {
-  return {"read",
-          {.code = detail::op_code::read,
-           .fd = fd,
-           .len = detail::clamp_len(buf.size()),
-           .offset = offset,
-           .addr = buf.data()}};
+  return detail::rw("read", detail::op_code::read, false, fd, buf.data(), buf.size(), offset);
 }
 
 // Writes up to buf.size() bytes at `offset` (or at the current position). Yields the byte count, which
 // may be short (a pipe or socket that is nearly full): loop if you need all of it written.
 inline detail::io_awaitable<std::size_t> write(int fd, const_buffer buf,
                                                 std::uint64_t offset = current_position) noexcept {
-  return {"write",
-          {.code = detail::op_code::write,
-           .fd = fd,
-           .len = detail::clamp_len(buf.size()),
-           .offset = offset,
-           .addr = const_cast<void*>(buf.data())}};
+  return detail::rw("write", detail::op_code::write, false, fd, const_cast<void*>(buf.data()), buf.size(), offset);
 }
 
 // Waits until `fd` is ready for any of `events` (POLLIN, POLLOUT, ...; <poll.h>) and yields the events

@@ -27,18 +27,11 @@ tcp_listener tcp_listener::bind(const address& local, const listen_options& opts
 task<direct_fd> tcp_listener::accept_direct() const {
   // Checked here: the kernel answers a missing table as a full one (ENFILE).
   if (detail::executor_access::direct_files(detail::executor_access::current("accept_direct")) == 0) {
-    throw std::system_error(ENXIO, std::system_category(),
-                            "accept_direct: the executor has no table of direct descriptors "
-                            "(executor_options::direct_files is 0)");
+    detail::throw_direct_error(ENXIO, "accept_direct", fd(), nullptr);
   }
   const io_result r = co_await detail::io_awaitable<int, false>(
       "accept_direct", {.code = detail::op_code::accept_direct, .fd = fd(), .op_flags = SOCK_CLOEXEC});
-  if (r.res == -ENFILE) {
-    throw std::system_error(ENFILE, std::system_category(),
-                            "accept_direct: the executor's table of direct descriptors is full (the connection "
-                            "was closed)");
-  }
-  if (r.res < 0) throw std::system_error(-r.res, std::system_category(), "accept_direct");
+  if (r.res < 0) detail::throw_direct_error(-r.res, "accept_direct", fd(), nullptr);  // ENFILE: it was closed
   co_return direct_fd{static_cast<std::uint32_t>(r.res)};
 }
 
