@@ -151,10 +151,9 @@ class [[nodiscard]] io_awaitable : private operation {
   [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<Promise> h) {
     waiter = h;
     if constexpr (has_stop_token<Promise>) {
-      if (cancel_ == nullptr) [[likely]] {
-        const std::stop_token& inherited = h.promise().stop_token();
-        if (inherited.stop_possible()) [[unlikely]] return start_following(inherited);
-      }
+      // Any token at all (one pointer test); start_following asks whether it can be stopped.
+      const std::stop_token& inherited = h.promise().stop_token();
+      if (inherited != std::stop_token{}) [[unlikely]] return start_following(inherited);
     }
     if (!std::is_same_v<Payload, no_payload> || cancel_ != nullptr) [[unlikely]] {
       return start_special(executor_access::current(name_));
@@ -169,7 +168,8 @@ class [[nodiscard]] io_awaitable : private operation {
   auto await_resume() {
     bool stopped = false;  // a stop was requested (plain operations pay nothing to find out)
     if (cancel_ != nullptr) [[unlikely]] {
-      stopped = std::exchange(cancel_, nullptr)->finish();  // cleared here, so the destructor's test folds
+      stopped = cancel_->finish();
+      cancel_ = nullptr;  // cleared after the call, so the destructor's test folds on both paths
       // An operation cancelled while it blocked in an io-wq worker (a unix-domain connect to a full
       // queue) says EINTR, the worker's interrupted syscall: report the cancel as such.
       if (res == -EINTR && stopped) res = -ECANCELED;
@@ -225,9 +225,10 @@ class [[nodiscard]] io_awaitable : private operation {
   io_awaitable(io_awaitable<Result, OtherThrow, OtherPayload>&& o, Payload p) noexcept
       : operation(o), name_(o.name_), cancel_(std::exchange(o.cancel_, nullptr)), payload_(std::move(p)) {}
 
-  // An operation with no token of its own, awaited by a coroutine that has one: it follows that token.
+  // An operation awaited by a coroutine that has a token: without a token of its own, it follows that one
+  // (unless no source can stop it any more).
   [[gnu::noinline]] bool start_following(const std::stop_token& t) {
-    cancel_ = new op_canceller(t);
+    if (cancel_ == nullptr && t.stop_possible()) cancel_ = new op_canceller(t);
     return start_special(executor_access::current(name_));
   }
 
