@@ -283,6 +283,7 @@ struct executor::impl {
     const std::uint64_t res_and_flags = c.res_and_flags();
     constexpr std::uint64_t kNotFinal = std::uint64_t{detail::kRawMessageFlag | detail::kCqeMore} << 32;
     if ((c.user_data & detail::kTagMask) != 0 || (res_and_flags & kNotFinal) != 0) [[unlikely]] {
+      if (c.flags & detail::kRawMessageFlag) return on_raw_cqe(c);  // a stream's every CQE: no call between
       return dispatch_special(c);
     }
     --q.inflight;

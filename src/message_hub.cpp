@@ -258,7 +258,7 @@ void message_hub::park_receiver(message_waiter& w) noexcept {
   receivers_tail_ = &w;
 }
 
-void message_hub::consumed_from(std::uint32_t sender_key) noexcept {
+void message_hub::consume_slow(std::uint32_t sender_key) noexcept {
   if (sender_key != last_sender_) {
     last_consumed_ = &consumed_[sender_key];
     last_sender_ = sender_key;
@@ -320,12 +320,19 @@ void park_sender(executor& target, message_waiter& w) {
   executor_access::hub(executor_access::current("uring::send")).park_sender(target, w);
 }
 
+bool receive_or_park(executor& owner, message_waiter& w) {
+  if (running_executor() != &owner) throw std::logic_error("uring::inbox: used off the inbox's executor");
+  message_hub& hub = executor_access::hub(owner);
+  if (hub.try_receive(w.msg)) return false;
+  hub.park_receiver(w);
+  return true;
+}
+
 bool try_receive_message(executor& owner, message& out) {
   if (running_executor() != &owner) throw std::logic_error("uring::inbox: used off the inbox's executor");
   return executor_access::hub(owner).try_receive(out);
 }
 
-void park_receiver(executor& owner, message_waiter& w) { executor_access::hub(owner).park_receiver(w); }
 
 void throw_message_error(std::error_code e, const char* what) {
   if (e == std::errc::operation_not_permitted) throw std::logic_error(std::string(what) + ": no executor is running on this thread");

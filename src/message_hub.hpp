@@ -120,7 +120,16 @@ class message_hub {
     return write_raw_message(*route_.queue, p.ring_fd, m.value, m.data, cqe_flags(), p.failed_tag);
   }
   void fail_waiters(peer& p) noexcept;
-  void consumed_from(std::uint32_t sender_key) noexcept;
+  // One more message from that sender taken off the inbox: every window/2 of them go back as credit. The
+  // common case (the same sender as last time, no credit due) inline: the call with the map lookup and
+  // the credit's allocation in it saved 7 registers for every message.
+  void consumed_from(std::uint32_t sender_key) noexcept {
+    if (sender_key != last_sender_ || *last_consumed_ + 1 >= window_ / 2) [[unlikely]] {
+      return consume_slow(sender_key);
+    }
+    ++*last_consumed_;
+  }
+  [[gnu::noinline]] void consume_slow(std::uint32_t sender_key) noexcept;
   void send_credit(std::uint32_t sender_key, std::uint32_t n, bool closed = false) noexcept;
 
   executor& self_;

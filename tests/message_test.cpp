@@ -346,6 +346,16 @@ TEST_P(Messages, MisuseFailsClearly) {
   EXPECT_EQ(uring::try_send(ex, 1, 1).value(), EPERM);  // no executor runs on this thread
   inbox in(ex);
   EXPECT_THROW((void)in.try_receive(), std::logic_error);
+  // Awaited from a coroutine on another executor: the same error, from the co_await, and nothing parked
+  // on the inbox's executor (a later message there finds no stale waiter).
+  run([](inbox& other) -> task<void> {
+    EXPECT_THROW((void)co_await other.receive(), std::logic_error);
+  }(in));
+  ex.run([]() -> task<void> {
+    executor& self = *executor::current();
+    co_await uring::send(self, 7, 77);
+    EXPECT_EQ(co_await inbox(self).receive(), (message{7, 77}));
+  }());
 }
 
 INSTANTIATE_MESSAGING_BACKENDS(Messages);

@@ -63,7 +63,9 @@ inline std::error_code message_error(int e) noexcept {
 void park_sender(executor& target, message_waiter& w);
 // std::logic_error off the owner's thread.
 bool try_receive_message(executor& owner, message& out);
-void park_receiver(executor& owner, message_waiter& w);
+// The next message into w.msg (false), or w parked until one comes (true). std::logic_error off the
+// owner's thread.
+bool receive_or_park(executor& owner, message_waiter& w);
 [[noreturn]] void throw_message_error(std::error_code e, const char* what);
 
 // A target of sends and hops (send_awaitable here, hop_awaitable in uring/resume_on.hpp) named by an
@@ -111,10 +113,11 @@ class [[nodiscard]] send_awaitable {
 class [[nodiscard]] receive_awaitable {
  public:
   explicit receive_awaitable(executor& owner) noexcept : owner_(owner) {}
-  bool await_ready() { return try_receive_message(owner_, waiter_.msg); }
-  void await_suspend(std::coroutine_handle<> h) {
+  // One call per message, whether it waits in the inbox or is still to come (not a try, then a park).
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> h) {
     waiter_.handle = h;
-    park_receiver(owner_, waiter_);
+    return receive_or_park(owner_, waiter_);
   }
   message await_resume() const noexcept { return waiter_.msg; }
 
