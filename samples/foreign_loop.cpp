@@ -87,7 +87,9 @@ int main(int argc, char** argv) {
   int pipe_fds[2];
   check(::pipe2(pipe_fds, O_CLOEXEC) == 0, "pipe2");
   uring::event ev;
-  demo_state state{.pipe_read = pipe_fds[0], .ev = &ev};
+  demo_state state;  // (not designated: g++ 12 -Wextra warns about the members left to their defaults)
+  state.pipe_read = pipe_fds[0];
+  state.ev = &ev;
   uring::spawn(ex, demo(state));
   std::thread notifier([&ev] { ev.notify(); });
 

@@ -62,8 +62,8 @@ class backend_test : public ::testing::TestWithParam<backend_config> {
 
 #define INSTANTIATE_MESSAGING_BACKENDS(suite)                                                       \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(uring::test::messaging_backends()), \
-                           [](const auto& info) { return info.param.name; })
+                           [](const auto& test_info) { return test_info.param.name; })
 
 #define INSTANTIATE_BACKENDS(suite)                                                           \
   INSTANTIATE_TEST_SUITE_P(Backends, suite, ::testing::ValuesIn(uring::test::all_backends()), \
-                           [](const auto& info) { return info.param.name; })
+                           [](const auto& test_info) { return test_info.param.name; })

@@ -759,7 +759,7 @@ TEST_P(ZeroCopySend, LargeWriteAllTimesOutAndStops) {
 INSTANTIATE_TEST_SUITE_P(Backends, ZeroCopySend,
                          ::testing::ValuesIn(backends_and_native_without(uring::feature::send_zc,
                                                                          "native_no_send_zc")),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& test_info) { return test_info.param.name; });
 
 // ---- send_file: file -> pipe -> socket by splice ----
 
@@ -845,6 +845,6 @@ INSTANTIATE_BACKENDS(SendFile);
 INSTANTIATE_TEST_SUITE_P(Backends, LeasedRecv,
                          ::testing::ValuesIn(backends_and_native_without(uring::feature::buf_ring,
                                                                          "native_no_buf_ring")),
-                         [](const auto& info) { return info.param.name; });
+                         [](const auto& test_info) { return test_info.param.name; });
 
 }  // namespace

@@ -199,9 +199,10 @@ INSTANTIATE_TEST_SUITE_P(Backends, EchoSample,
                            }
                            return all;
                          }()),
-                         [](const auto& info) {
-                           return info.param.backend + "_" + std::to_string(info.param.threads) + "_threads" +
-                                  (info.param.accept == "one" ? "_one_acceptor" : "") + "_" + info.param.recv;
+                         [](const auto& test_info) {
+                           const auto& p = test_info.param;
+                           return p.backend + "_" + std::to_string(p.threads) + "_threads" +
+                                  (p.accept == "one" ? "_one_acceptor" : "") + "_" + p.recv;
                          });
 
 // Without --recv: leased where the executor has provided-buffer rings, copy elsewhere (the emulation).

@@ -210,7 +210,9 @@ TEST_P(Executor, ManyOperationsThroughATinyRingAreNeverLost) {
     while (workers_done < kWorkers) co_await uring::nop();
   }());
   EXPECT_EQ(completed, total);
-  if (!emulated()) EXPECT_GT(ex.stats().sq_full_flushes, 0u);
+  if (!emulated()) {
+    EXPECT_GT(ex.stats().sq_full_flushes, 0u);
+  }
 }
 
 // 100k operations all in flight at once through an 8-entry SQ and a 16-entry CQ: the SQ flushes early
@@ -232,7 +234,9 @@ TEST_P(Executor, HundredThousandConcurrentOperationsThroughATinyRing) {
   }());
   EXPECT_EQ(done, total);
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), total);  // each exactly once
-  if (!emulated()) EXPECT_GT(ex.stats().cq_overflows, 0u);
+  if (!emulated()) {
+    EXPECT_GT(ex.stats().cq_overflows, 0u);
+  }
 }
 
 TEST_P(Executor, RunFromAnotherThreadIsRefused) {

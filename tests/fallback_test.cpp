@@ -410,8 +410,12 @@ TEST_P(Memlock, ProbeSaysWhatTheLimitTookAway) {
   child_result r = run_limited(report_features);
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
   auto f = fields_of(r.output);
-  if (GetParam() == 0) EXPECT_EQ(f["usable"], "0") << r.output;
-  if (GetParam() >= (8u << 20)) EXPECT_EQ(f["usable"], "1") << r.output;
+  if (GetParam() == 0) {
+    EXPECT_EQ(f["usable"], "0") << r.output;
+  }
+  if (GetParam() >= (8u << 20)) {
+    EXPECT_EQ(f["usable"], "1") << r.output;
+  }
   if (f["usable"] == "0") {
     EXPECT_EQ(f["setup_errno"], std::to_string(ENOMEM));
     EXPECT_TRUE(contains(f["reason"], "RLIMIT_MEMLOCK")) << f["reason"];
@@ -432,8 +436,12 @@ TEST_P(Memlock, ExecutorKeepsWorkingAndSaysWhy) {
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.describe();
   EXPECT_TRUE(contains(r.output, "work ok")) << r.output;
   const bool native = contains(r.output, "backend native\n");
-  if (GetParam() == 0) EXPECT_FALSE(native) << r.output;
-  if (GetParam() >= (8u << 20)) EXPECT_TRUE(native) << r.output;
+  if (GetParam() == 0) {
+    EXPECT_FALSE(native) << r.output;
+  }
+  if (GetParam() >= (8u << 20)) {
+    EXPECT_TRUE(native) << r.output;
+  }
   if (!native) {
     EXPECT_TRUE(contains(r.output, "note backend: emulated, because")) << r.output;
     EXPECT_TRUE(contains(r.output, "RLIMIT_MEMLOCK")) << r.output;

@@ -214,7 +214,9 @@ TEST_P(Io, WaitersOnOneFdEachGetOneWrite) {
   });
   ASSERT_EQ(order.size(), 4u);
   EXPECT_TRUE(order == "a1b2" || order == "b1a2") << order;
-  if (emulated()) EXPECT_EQ(order, "a1b2");
+  if (emulated()) {
+    EXPECT_EQ(order, "a1b2");
+  }
 }
 
 // Plain operations go straight into the ring's SQ (op_queue::start_inline), stoppable ones through the

@@ -147,4 +147,4 @@ class storm_backend_test : public backend_test {
 #define INSTANTIATE_STORM_BACKENDS(suite, configs)                                                             \
   INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                                   \
                            ::testing::ValuesIn(uring::test::with_and_without_signal_storm(configs)), \
-                           [](const auto& info) { return info.param.name; })
+                           [](const auto& test_info) { return test_info.param.name; })
