@@ -114,6 +114,7 @@ void uring_stream(benchmark::State& state, uring::executor_options opts) {
   group.join();  // the executors' stats are read on this thread: only once their loops have ended
   const double n = static_cast<double>(state.iterations());
   state.counters["rx_enters_per_msg"] = static_cast<double>(group.at(1).stats().enters) / n;
+  state.counters["rx_waits_per_msg"] = static_cast<double>(group.at(1).stats().waits) / n;
   state.counters["tx_enters_per_msg"] = static_cast<double>(group.at(0).stats().enters) / n;
   state.counters["tx_doorbells_per_msg"] = static_cast<double>(group.at(0).stats().doorbells) / n;
 }

@@ -659,6 +659,7 @@ class emulated_backend final : public backend {
     }
     epoll_event events[64];
     ++stats_.enters;
+    if (block) ++stats_.waits;
     int n = ::epoll_pwait2(epoll_fd_, events, 64, timeout_ptr, nullptr);
     if (n < 0) {
       if (errno != EINTR) throw std::system_error(errno, std::system_category(), "emulated backend: epoll_pwait2");

@@ -536,6 +536,7 @@ class native_backend final : public backend {
       return 0;
     }
     ++stats_.enters;
+    if (wait_nr > 0) ++stats_.waits;
     return io_uring_enter(static_cast<unsigned>(ring_.enter_ring_fd), queued, wait_nr, flags, nullptr);
   }
 

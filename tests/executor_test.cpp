@@ -82,6 +82,32 @@ TEST_P(Executor, ConcurrentOperationsShareOneEnterPerTurn) {
   EXPECT_LT(ex.stats().enters, std::uint64_t{kTasks * kRounds / 8});
 }
 
+TEST_P(Executor, WaitsCountTheEntersThatHadNothingElseToRun) {
+  executor ex(tiny_ring());
+  // Each sleep leaves the loop with nothing to run: it waits (in the kernel, or in epoll) for the timer.
+  ex.run([]() -> task<void> {
+    for (int i = 0; i < 5; ++i) co_await uring::sleep_for(std::chrono::milliseconds(1));
+  }());
+  const uring::executor_stats slept = ex.stats();
+  EXPECT_GE(slept.waits, 5u);
+  EXPECT_LE(slept.waits, slept.enters);
+  if (emulated()) return;  // no SQ to fill
+  // 100 nops awaited in one turn through an 8-entry SQ: the early submits that make room do not wait.
+  ex.run([]() -> task<void> {
+    int done = 0;
+    for (int i = 0; i < 100; ++i) {
+      uring::spawn([](int& d) -> task<void> {
+        co_await uring::nop();
+        ++d;
+      }(done));
+    }
+    while (done < 100) co_await uring::nop();
+  }());
+  const uring::executor_stats after = ex.stats();
+  ASSERT_GT(after.sq_full_flushes, slept.sq_full_flushes);
+  EXPECT_GE((after.enters - slept.enters) - (after.waits - slept.waits), after.sq_full_flushes - slept.sq_full_flushes);
+}
+
 TEST_P(Executor, SpawnedWorkThatOutlivesRunContinuesOnTheNextRun) {
   executor ex(options());
   uring::test::pipe_pair p;

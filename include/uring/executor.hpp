@@ -40,6 +40,7 @@ namespace uring {
 // op_kind (uring/op_allowlist.hpp), the same list the backends implement.
 struct executor_stats {
   std::uint64_t enters = 0;           // io_uring_enter calls (submit, wait, or both)
+  std::uint64_t waits = 0;            // of those, the ones that waited for a completion (nothing else to run)
   std::uint64_t sqes = 0;             // operations handed to the kernel
   std::uint64_t cqes = 0;             // completions reaped
   std::uint64_t sq_full_flushes = 0;  // early submits: the SQ was full, or held 64 raw messages
