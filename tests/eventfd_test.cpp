@@ -192,10 +192,19 @@ TEST_P(Eventfd, RegistersFromAnotherExecutor) {
   auto reg = a.run([](executor& b, int fd) -> task<eventfd_registration> {
     auto reg = co_await b.register_eventfd(fd);
     EXPECT_EQ(reg.owner(), &b);
+    // B is held inside a posted function while A works: whatever B's own last turns signalled (its
+    // wake-up for the registration, say) has happened by then, and nothing of B's can signal meanwhile.
+    std::promise<void> held, release;
+    b.post([&held, done = release.get_future()] {
+      held.set_value();
+      done.wait();
+    });
+    held.get_future().wait();
     take(fd);
     co_await uring::nop();  // on A
     co_await uring::sleep_for(1ms);
     EXPECT_EQ(take(fd), 0u) << "A's completions signalled B's eventfd";
+    release.set_value();
     co_await uring::submit_to(b, []() -> task<void> { co_await uring::nop(); });  // a completion on B
     EXPECT_GE(take(fd), 1u) << "B's completion did not signal";
     co_return reg;
