@@ -56,7 +56,7 @@ task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_han
   };
   h->discard = [](remote_node* n) noexcept { delete static_cast<direct_handoff*>(n); };  // target shuts down
   const int ring = executor_access::direct_route(target, *h);
-  if (ring == -ENXIO) throw_direct_error(ENXIO, "send_direct", f.index, kEmptySlot, true);
+  if (ring == -ENXIO) throw_direct_error(ENXIO, "send_direct", f.index, nullptr, true);
   if (ring >= 0) {
     const io_result r = co_await io_awaitable<int, false>(
         "send_direct", {.code = op_code::send_direct,

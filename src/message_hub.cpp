@@ -320,19 +320,22 @@ void park_sender(executor& target, message_waiter& w) {
   executor_access::hub(executor_access::current("uring::send")).park_sender(target, w);
 }
 
-bool receive_or_park(executor& owner, message_waiter& w) {
+namespace {
+// The hub behind an inbox of `owner`, which only owner's own thread may use.
+message_hub& inbox_hub(executor& owner) {
   if (running_executor() != &owner) throw std::logic_error("uring::inbox: used off the inbox's executor");
-  message_hub& hub = executor_access::hub(owner);
+  return executor_access::hub(owner);
+}
+}  // namespace
+
+bool receive_or_park(executor& owner, message_waiter& w) {
+  message_hub& hub = inbox_hub(owner);
   if (hub.try_receive(w.msg)) return false;
   hub.park_receiver(w);
   return true;
 }
 
-bool try_receive_message(executor& owner, message& out) {
-  if (running_executor() != &owner) throw std::logic_error("uring::inbox: used off the inbox's executor");
-  return executor_access::hub(owner).try_receive(out);
-}
-
+bool try_receive_message(executor& owner, message& out) { return inbox_hub(owner).try_receive(out); }
 
 void throw_message_error(std::error_code e, const char* what) {
   if (e == std::errc::operation_not_permitted) throw std::logic_error(std::string(what) + ": no executor is running on this thread");
