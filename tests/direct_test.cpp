@@ -274,6 +274,15 @@ class DirectSend : public uring::test::backend_test {
     o.direct_files = slots;
     return o;
   }
+  // Runs `t` on `ex` (a group's executor, on its own thread) and waits until it has finished.
+  static void run_on(uring::executor& ex, task<void> t) {
+    std::latch done(1);
+    uring::spawn(ex, [](task<void> body, std::latch& l) -> task<void> {
+      co_await std::move(body);
+      l.count_down();
+    }(std::move(t), done));
+    done.wait();
+  }
 };
 
 // Reads `fd` to its end.
@@ -289,11 +298,9 @@ task<std::string> read_all(int fd) {
 
 TEST_P(DirectSend, TheFileMovesIntoTheTargetsTableAndItsFunctionRunsThere) {
   uring::executor_group group(2, with_table(4));
-  std::latch done(1);
   std::string got;
   std::atomic<bool> ran_on_target{false};
-  uring::spawn(group.at(0), [](uring::executor& target, std::string& out, std::atomic<bool>& on_target,
-                               std::latch& l) -> task<void> {
+  run_on(group.at(0), [](uring::executor& target, std::string& out, std::atomic<bool>& on_target) -> task<void> {
     pipe_pair p;
     const direct_fd w = co_await uring::install_direct(p.write_end.get());
     p.write_end.reset();  // the slot holds the only reference to the write end
@@ -307,9 +314,7 @@ TEST_P(DirectSend, TheFileMovesIntoTheTargetsTableAndItsFunctionRunsThere) {
     const uring::io_result r = co_await uring::write(w, uring::const_buffer("x", 1)).nothrow();
     EXPECT_EQ(r.res, -EBADF);
     out = co_await read_all(p.read_end.get());
-    l.count_down();
-  }(group.at(1), got, ran_on_target, done));
-  done.wait();
+  }(group.at(1), got, ran_on_target));
   EXPECT_EQ(got, "moved");
   EXPECT_TRUE(ran_on_target);
   group.stop();
@@ -324,9 +329,8 @@ TEST_P(DirectSend, TheFileMovesIntoTheTargetsTableAndItsFunctionRunsThere) {
 
 TEST_P(DirectSend, APlainFunctionGetsTheSlotToo) {
   uring::executor_group group(2, with_table(4));
-  std::latch done(1);
   std::string got;
-  uring::spawn(group.at(0), [](uring::executor& target, std::string& out, std::latch& l) -> task<void> {
+  run_on(group.at(0), [](uring::executor& target, std::string& out) -> task<void> {
     pipe_pair p;
     const direct_fd w = co_await uring::install_direct(p.write_end.get());
     p.write_end.reset();
@@ -339,9 +343,7 @@ TEST_P(DirectSend, APlainFunctionGetsTheSlotToo) {
     };
     co_await uring::send_direct(target, w, fn);
     out = co_await read_all(p.read_end.get());
-    l.count_down();
-  }(group.at(1), got, done));
-  done.wait();
+  }(group.at(1), got));
   EXPECT_EQ(got, "plain");
   group.stop();
   group.join();
@@ -349,9 +351,8 @@ TEST_P(DirectSend, APlainFunctionGetsTheSlotToo) {
 
 TEST_P(DirectSend, AFullTargetTableLeavesTheFileWithTheSender) {
   uring::executor_group group(2, with_table(1));
-  std::latch done(1);
   std::string got;
-  uring::spawn(group.at(0), [](uring::executor& target, std::string& out, std::latch& l) -> task<void> {
+  run_on(group.at(0), [](uring::executor& target, std::string& out) -> task<void> {
     pipe_pair p;
     pipe_pair filler;
     // The target's one slot is taken.
@@ -377,9 +378,7 @@ TEST_P(DirectSend, AFullTargetTableLeavesTheFileWithTheSender) {
     EXPECT_EQ(co_await uring::write(w, uring::const_buffer("kept", 4)), 4u);
     co_await uring::close_direct(w);
     out = co_await read_all(p.read_end.get());
-    l.count_down();
-  }(group.at(1), got, done));
-  done.wait();
+  }(group.at(1), got));
   EXPECT_EQ(got, "kept");
   group.stop();
   group.join();
@@ -388,9 +387,8 @@ TEST_P(DirectSend, AFullTargetTableLeavesTheFileWithTheSender) {
 TEST_P(DirectSend, ATargetWithoutATableFailsWithEnxio) {
   uring::executor_group senders(1, with_table(2));
   uring::executor_group targets(1, options());
-  std::latch done(1);
   int err = 0;
-  uring::spawn(senders.at(0), [](uring::executor& target, int& out, std::latch& l) -> task<void> {
+  run_on(senders.at(0), [](uring::executor& target, int& out) -> task<void> {
     pipe_pair p;
     const direct_fd w = co_await uring::install_direct(p.write_end.get());
     auto fn = [](direct_fd) {};
@@ -400,9 +398,7 @@ TEST_P(DirectSend, ATargetWithoutATableFailsWithEnxio) {
       out = e.code().value();
     }
     co_await uring::close_direct(w);
-    l.count_down();
-  }(targets.at(0), err, done));
-  done.wait();
+  }(targets.at(0), err));
   EXPECT_EQ(err, ENXIO);
   senders.stop();
   targets.stop();
@@ -416,9 +412,8 @@ TEST_P(DirectSend, AStoppedTargetFailsWithEshutdownAndTheFileStays) {
   uring::executor& target = targets.at(0);
   targets.stop();
   targets.join();
-  std::latch done(1);
   int err = 0;
-  uring::spawn(senders.at(0), [](uring::executor& to, int& out, std::latch& l) -> task<void> {
+  run_on(senders.at(0), [](uring::executor& to, int& out) -> task<void> {
     pipe_pair p;
     const direct_fd w = co_await uring::install_direct(p.write_end.get());
     auto fn = [](direct_fd) {};
@@ -429,9 +424,7 @@ TEST_P(DirectSend, AStoppedTargetFailsWithEshutdownAndTheFileStays) {
     }
     EXPECT_EQ(co_await uring::write(w, uring::const_buffer("k", 1)), 1u);
     co_await uring::close_direct(w);
-    l.count_down();
-  }(target, err, done));
-  done.wait();
+  }(target, err));
   EXPECT_EQ(err, ESHUTDOWN);
   senders.stop();
   senders.join();
@@ -439,11 +432,10 @@ TEST_P(DirectSend, AStoppedTargetFailsWithEshutdownAndTheFileStays) {
 
 TEST_P(DirectSend, AnEmptySlotFailsWithEbadfAndFnDoesNotRun) {
   uring::executor_group group(2, with_table(2));
-  std::latch done(1);
   int err = 0;
   std::string what;
   bool ran = false;
-  uring::spawn(group.at(0), [](uring::executor& target, int& e, std::string& w, bool& r, std::latch& l) -> task<void> {
+  run_on(group.at(0), [](uring::executor& target, int& e, std::string& w, bool& r) -> task<void> {
     pipe_pair p;
     const direct_fd slot = co_await uring::install_direct(p.read_end.get());
     co_await uring::close_direct(slot);
@@ -454,9 +446,7 @@ TEST_P(DirectSend, AnEmptySlotFailsWithEbadfAndFnDoesNotRun) {
       e = ex.code().value();
       w = ex.what();
     }
-    l.count_down();
-  }(group.at(1), err, what, ran, done));
-  done.wait();
+  }(group.at(1), err, what, ran));
   group.stop();
   group.join();
   EXPECT_EQ(err, EBADF);
@@ -467,9 +457,8 @@ TEST_P(DirectSend, AnEmptySlotFailsWithEbadfAndFnDoesNotRun) {
 // To its own executor: the file changes slots (by the mailbox road: a ring cannot MSG_SEND_FD to itself).
 TEST_P(DirectSend, ToItsOwnExecutorTheFileMovesToAnotherSlot) {
   uring::executor_group group(1, with_table(4));
-  std::latch done(1);
   std::string got;
-  uring::spawn(group.at(0), [](uring::executor& self, std::string& out, std::latch& l) -> task<void> {
+  run_on(group.at(0), [](uring::executor& self, std::string& out) -> task<void> {
     pipe_pair p;
     const direct_fd w = co_await uring::install_direct(p.write_end.get());
     p.write_end.reset();
@@ -484,9 +473,7 @@ TEST_P(DirectSend, ToItsOwnExecutorTheFileMovesToAnotherSlot) {
     EXPECT_EQ(co_await uring::write(moved, uring::const_buffer("self", 4)), 4u);
     co_await uring::close_direct(moved);
     out = co_await read_all(p.read_end.get());
-    l.count_down();
-  }(group.at(0), got, done));
-  done.wait();
+  }(group.at(0), got));
   group.stop();
   group.join();
   EXPECT_EQ(got, "self");
