@@ -13,9 +13,11 @@
 // has provided-buffer rings) receives into 16 KiB buffers leased from a pool of 512 per executor, so an
 // idle connection holds no receive buffer; --recv copy reads into a 16 KiB buffer of each connection's own.
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include <uring/uring.hpp>
@@ -64,6 +66,14 @@ config parse(int argc, char** argv) {
   return c;
 }
 
+// A receive that ended the connection for a reason other than the peer (end of stream, reset), the drain
+// or the idle limit is worth a line: it is a fault of the server or of the host.
+void report_unexpected(int res) {
+  if (res < 0 && res != -ECANCELED && res != -ETIMEDOUT && res != -ECONNRESET) {
+    std::fprintf(stderr, "uring-echo: a connection ended: recv: %s\n", std::strerror(-res));
+  }
+}
+
 // Echoes until the peer ends the stream, fails, idles too long, or the drain ends a read that waits.
 // A write in progress is never cancelled: what was read is echoed before the connection closes.
 task<void> serve_connection(tcp_stream s, sample::worker* w, std::chrono::milliseconds idle) {
@@ -73,7 +83,10 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, std::chrono::millis
       auto read = uring::with_stop_token(s.read_some(buf).nothrow(), w->drain.get_token());
       uring::io_result r = idle.count() > 0 ? co_await uring::with_timeout(std::move(read), idle)
                                             : co_await std::move(read);
-      if (r.res <= 0) break;
+      if (r.res <= 0) {
+        report_unexpected(r.res);
+        break;
+      }
       // A peer that stops reading is idle too: the write gets the same limit.
       co_await s.write_all(std::span(buf.data(), static_cast<std::size_t>(r.res)),
                            idle.count() > 0 ? idle : uring::net::no_timeout);
@@ -98,7 +111,10 @@ task<void> serve_leased(tcp_stream s, sample::worker* w, std::chrono::millisecon
       } else {
         r = co_await std::move(read);
       }
-      if (r.res <= 0) break;
+      if (r.res <= 0) {
+        report_unexpected(r.res);
+        break;
+      }
       co_await s.write_all(r.buffer, idle.count() > 0 ? idle : uring::net::no_timeout);
     }
   } catch (const std::system_error&) {

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -99,13 +100,17 @@ unique_fd connect_to(int port) {
   return s;
 }
 
+// What came back, or (when less did) that much followed by why: "(end of stream)" or "(recv: <errno>)".
 std::string echo(int fd, const std::string& msg) {
-  if (::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size())) return "(send failed)";
+  if (::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size())) {
+    return std::string("(send: ") + std::strerror(errno) + ")";
+  }
   std::string back;
   char buf[4096];
   while (back.size() < msg.size()) {
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
+    if (n == 0) return back + "(end of stream)";
+    if (n < 0) return back + "(recv: " + std::strerror(errno) + ")";
     back.append(buf, static_cast<std::size_t>(n));
   }
   return back;
@@ -208,6 +213,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, EchoSample,
 // Without --recv: leased where the executor has provided-buffer rings, copy elsewhere (the emulation).
 TEST(EchoSampleFlags, RecvDefaultsToLeasedWhereThereAreBufferRings) {
   for (const char* backend : {"native", "emulated"}) {
+    SCOPED_TRACE(backend);
     echo_process server({"--port", "0", "--backend", backend});
     const std::string line = server.first_line();
     const auto& k = uring::probed_kernel();
@@ -219,6 +225,8 @@ TEST(EchoSampleFlags, RecvDefaultsToLeasedWhereThereAreBufferRings) {
     EXPECT_EQ(echo(c.get(), "default"), "default");
     server.signal(SIGTERM);
     EXPECT_EQ(server.wait(), 0);
+    const std::string errors = server.errors();
+    EXPECT_EQ(errors, std::string("uring-echo: Terminated: draining\n"));
   }
 }
 
