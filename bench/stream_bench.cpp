@@ -1,9 +1,11 @@
 // One-way message streams between two threads (items = messages):
 //   stream/raw_msg_ring    two liburing rings (the executor's default flags, SUBMIT_ALL|COOP_TASKRUN):
 //                          the sender queues MSG_RINGs (CQE_SKIP_SUCCESS) and submits
-//                          64 per enter, the receiver waits for and reaps CQEs; an atomic count of what was
-//                          reaped keeps at most 1024 in flight (what our credit window does)
-//   stream/uring_send      uring::send from a coroutine on one executor to an inbox on another
+//                          64 per enter, the receiver waits for CQEs and checks each message's order; an
+//                          atomic count of what was reaped keeps at most 1024 in flight (what our credit
+//                          window does)
+//   stream/uring_send      uring::send from a coroutine on one executor to an inbox on another, which
+//                          checks each message's order
 //   stream/uring_send_mailbox   the same with MSG_RING disabled (mailbox + eventfd)
 //   stream/uring_send_emulated  both executors on the emulated backend
 #include <benchmark/benchmark.h>
@@ -39,6 +41,7 @@ void BM_raw_stream(benchmark::State& state) {
   const auto total = static_cast<std::uint64_t>(state.max_iterations);
   std::atomic<std::uint64_t> reaped{0};
   std::uint64_t rx_waits = 0;  // waits that found the CQ empty, so entered the kernel
+  bool in_order = true;
   std::thread receiver([&] {
     std::uint64_t got = 0;
     io_uring_cqe* cqe;
@@ -47,8 +50,13 @@ void BM_raw_stream(benchmark::State& state) {
         ++rx_waits;
         io_uring_wait_cqe(&rx, &cqe);
       }
+      // Each message is read and checked, as the inbox receiver below (and bidir/raw_msg_ring) does: a
+      // receiver that never touched the CQEs would leave their cache lines to the sending thread.
       unsigned head, n = 0;
-      io_uring_for_each_cqe(&rx, head, cqe) { ++n; }
+      io_uring_for_each_cqe(&rx, head, cqe) {
+        in_order = in_order && cqe->user_data == got + n && cqe->res == 1;
+        ++n;
+      }
       io_uring_cq_advance(&rx, n);
       got += n;
       reaped.store(got, std::memory_order_release);
@@ -79,15 +87,19 @@ void BM_raw_stream(benchmark::State& state) {
   });
   sender.join();
   receiver.join();
+  if (!in_order) state.SkipWithError("messages lost or out of order");
   state.SetItemsProcessed(state.iterations());
   state.counters["rx_enters_per_msg"] = static_cast<double>(rx_waits) / static_cast<double>(state.iterations());
   io_uring_queue_exit(&tx);
   io_uring_queue_exit(&rx);
 }
 
-uring::task<void> drain(std::uint64_t n, std::latch& done) {
+uring::task<void> drain(std::uint64_t n, std::latch& done, bool& in_order) {
   uring::inbox in(*uring::executor::current());
-  for (std::uint64_t i = 0; i < n; ++i) (void)co_await in.receive();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const uring::message m = co_await in.receive();
+    in_order = in_order && m.data == i && m.value == 1;
+  }
   done.count_down();
 }
 
@@ -106,9 +118,11 @@ void uring_stream(benchmark::State& state, uring::executor_options opts) {
   opts.message_window = kWindow;
   uring::executor_group group(2, opts);
   std::latch done(2);
-  uring::spawn(group.at(1), drain(static_cast<std::uint64_t>(state.max_iterations), done));
+  bool in_order = true;  // written on the receiver's thread, read here after done.wait()
+  uring::spawn(group.at(1), drain(static_cast<std::uint64_t>(state.max_iterations), done, in_order));
   uring::spawn(group.at(0), pour(state, group.at(1), done));
   done.wait();
+  if (!in_order) state.SkipWithError("messages lost or out of order");
   state.SetItemsProcessed(state.iterations());
   group.stop();
   group.join();  // the executors' stats are read on this thread: only once their loops have ended
