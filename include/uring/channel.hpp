@@ -68,10 +68,9 @@ class channel {
   // the blocked-sender node.
   class [[nodiscard]] send_awaiter : private detail::remote_node {
    public:
-    send_awaiter(channel& ch, T value) noexcept : ch_(&ch), value_(std::move(value)) {
-      run = [](detail::remote_node* n) noexcept { static_cast<send_awaiter*>(n)->handle_.resume(); };
-      discard = [](detail::remote_node*) noexcept {};  // the shutting-down executor frees the frame itself
-    }
+    // One per value sent: the node's fields are set only if the send blocks (start_send), as most do not.
+    send_awaiter(channel& ch, T value) noexcept
+        : detail::remote_node(detail::remote_node::unset_t{}), ch_(&ch), value_(std::move(value)) {}
     send_awaiter(const send_awaiter&) = delete;
     send_awaiter& operator=(const send_awaiter&) = delete;
     ~send_awaiter() {
@@ -96,10 +95,11 @@ class channel {
 
     channel* ch_;
     T value_;
-    send_awaiter* next_ = nullptr;
-    send_awaiter* prev_ = nullptr;
+    // Set when the send blocks.
+    send_awaiter* next_;
+    send_awaiter* prev_;
     std::coroutine_handle<> handle_;
-    executor* executor_ = nullptr;
+    executor* executor_;
     int error_ = 0;
     state state_ = state::idle;  // guarded by the channel's mutex
     bool suspended_ = false;     // the sending coroutine's own: true from suspension to resumption
@@ -108,10 +108,9 @@ class channel {
   // The awaitable returned by receive(); the parked receiver's node.
   class [[nodiscard]] receive_awaiter : private detail::remote_node {
    public:
-    explicit receive_awaiter(channel& ch) noexcept : ch_(&ch) {
-      run = [](detail::remote_node* n) noexcept { static_cast<receive_awaiter*>(n)->handle_.resume(); };
-      discard = [](detail::remote_node*) noexcept {};
-    }
+    // One per value received: the node's fields are set only if the receive parks (start_receive).
+    explicit receive_awaiter(channel& ch) noexcept
+        : detail::remote_node(detail::remote_node::unset_t{}), ch_(&ch) {}
     receive_awaiter(const receive_awaiter&) = delete;
     receive_awaiter& operator=(const receive_awaiter&) = delete;
     ~receive_awaiter() {
@@ -129,7 +128,7 @@ class channel {
     friend class channel;
     channel* ch_;
     std::optional<T> result_;  // written by the waker before it posts this node
-    std::coroutine_handle<> handle_;
+    std::coroutine_handle<> handle_;  // set when the receive parks
     bool suspended_ = false;
   };
 
@@ -212,6 +211,8 @@ class channel {
       return false;
     }
     s.state_ = send_awaiter::state::queued;
+    s.run = [](detail::remote_node* n) noexcept { static_cast<send_awaiter*>(n)->handle_.resume(); };
+    s.discard = [](detail::remote_node*) noexcept {};  // the shutting-down executor frees the frame itself
     s.executor_ = &ex;
     s.handle_ = h;
     s.suspended_ = true;
@@ -265,6 +266,8 @@ class channel {
     }
     if (closed_) return false;  // drained: nullopt
     if (parked_ != nullptr) throw std::logic_error("uring::channel::receive: two receives at once");
+    r.run = [](detail::remote_node* n) noexcept { static_cast<receive_awaiter*>(n)->handle_.resume(); };
+    r.discard = [](detail::remote_node*) noexcept {};
     r.handle_ = h;
     r.suspended_ = true;
     parked_ = &r;

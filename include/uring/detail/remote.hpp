@@ -19,17 +19,24 @@ namespace uring::detail {
 
 struct remote_node {
   using run_fn = void (*)(remote_node* self) noexcept;
-  run_fn run = nullptr;
+  remote_node() noexcept : run(nullptr), discard(nullptr), next(nullptr), target(nullptr), res(0) {}
+  // Leaves every field unset: for a node built on a hot path that is mostly never posted (a channel's
+  // awaiters, one per value). Its owner sets run and discard before it hands the node over; the queue
+  // and the routes set the rest as for any node.
+  struct unset_t {};
+  explicit remote_node(unset_t) noexcept {}
+
+  run_fn run;
   // What a shutting-down owner does instead of run(), or null to run() anyway. A node that would resume
   // a coroutine must not resume it then (its frame is about to be freed): it gives `discard`.
-  run_fn discard = nullptr;
-  remote_node* next = nullptr;
+  run_fn discard;
+  remote_node* next;
   // Where the node is going: a message sent through the kernel (MSG_RING) that fails falls back to this
   // executor's mailbox.
-  executor* target = nullptr;
+  executor* target;
   // The result of the CQE that brought the node by MSG_RING (0 for a plain message; for a direct
   // descriptor sent with IORING_MSG_SEND_FD, the slot it got on this ring).
-  std::int32_t res = 0;
+  std::int32_t res;
 };
 
 // A node's address travels in a CQE's user_data; its low bits say which kind of CQE it is (nodes are
