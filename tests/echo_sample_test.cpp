@@ -100,28 +100,27 @@ unique_fd connect_to(int port) {
   return s;
 }
 
-// recv(2), again after EINTR. With SO_RCVTIMEO set, a blocking recv is never restarted: it fails with
-// EINTR when the process is stopped and continued, or frozen and thawed, even with no signal handler
-// (signal(7)). That happened under CI load, and the echo read as nothing.
-ssize_t recv_retrying(int fd, void* buf, std::size_t len) {
+// A blocking socket call (`call` returns its result), again after EINTR. With SO_RCVTIMEO set, a blocking
+// recv is never restarted: it fails with EINTR when the process is stopped and continued, or frozen and
+// thawed, even with no signal handler (signal(7)). That happened under CI load, and the echo read as
+// nothing.
+template <class Call>
+ssize_t retrying(Call call) {
   ssize_t n;
   do {
-    n = ::recv(fd, buf, len, 0);
+    n = call();
   } while (n < 0 && errno == EINTR);
   return n;
 }
 
 // What came back, or (when less did) that much followed by why: "(end of stream)" or "(recv: <errno>)".
 std::string echo(int fd, const std::string& msg) {
-  ssize_t sent;
-  do {
-    sent = ::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
+  const ssize_t sent = retrying([&] { return ::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL); });
   if (sent != static_cast<ssize_t>(msg.size())) return std::string("(send: ") + std::strerror(errno) + ")";
   std::string back;
   char buf[4096];
   while (back.size() < msg.size()) {
-    ssize_t n = recv_retrying(fd, buf, sizeof buf);
+    const ssize_t n = retrying([&] { return ::recv(fd, buf, sizeof buf, 0); });
     if (n == 0) return back + "(end of stream)";
     if (n < 0) return back + "(recv: " + std::strerror(errno) + ")";
     back.append(buf, static_cast<std::size_t>(n));
@@ -132,7 +131,7 @@ std::string echo(int fd, const std::string& msg) {
 // recv's result once the server is done with the connection: 0 (end of stream) expected.
 ssize_t read_end(int fd) {
   char c;
-  return recv_retrying(fd, &c, 1);
+  return retrying([&] { return ::recv(fd, &c, 1, 0); });
 }
 
 struct echo_config {
