@@ -92,6 +92,10 @@ class backend {
   // Hands over what the backend queued itself (messages, cancels) if anything; never waits, and costs no
   // syscall when there is nothing to hand over.
   virtual void flush() = 0;
+  // As flush, but only where the SQ holds one request (the message just queued): a hand-off pushed out
+  // early must not take along other messages, whose receivers would then wake for a few values each
+  // (docs/messaging.md, channels).
+  virtual void flush_if_alone() = 0;
   // Asks the backend to cancel a submitted operation: it completes soon, with -ECANCELED if it was still
   // waiting. The cancel request is the backend's own (user_data kOwnRequest): its answer never aliases the target.
   virtual void cancel(operation& target) = 0;

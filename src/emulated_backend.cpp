@@ -244,6 +244,7 @@ class emulated_backend final : public backend {
   }
 
   void flush() override {}  // nothing is ever queued here
+  void flush_if_alone() override {}
 
   bool poll_completions() override {
     // Waiting operations progress only when we look (epoll_wait without a timeout): every 32 calls.

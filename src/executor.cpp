@@ -152,9 +152,17 @@ struct executor::impl {
   void submit_and_maybe_sleep() {
     bool may_sleep = ready.empty() && remote.empty() && !stop_requested.load(std::memory_order_relaxed);
     if (may_sleep && busy_poll.count() > 0 && spin_until_work()) may_sleep = false;
-    if (may_sleep) arm_wake();
-    backend->submit(queue.take_all(), may_sleep);
+    if (!may_sleep) {
+      backend->submit(queue.take_all(), false);
+      return;
+    }
+    arm_wake();
+    sleeping.store(true, std::memory_order_relaxed);
+    backend->submit(queue.take_all(), true);
+    sleeping.store(false, std::memory_order_relaxed);
   }
+  // While the owner waits in the kernel for work: a hint for wakers (executor_access::asleep).
+  std::atomic<bool> sleeping{false};
 
   // executor_options::busy_poll. What the turn started goes to the kernel first (the peer may be spinning
   // for it), then the loop watches its CQ, its mailbox and stop() until the window ends. True: work came.
@@ -761,6 +769,13 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
   ++from->impl_->stats.messages_sent_by_ring;
   return true;
 }
+
+void executor_access::flush_send() noexcept {
+  executor* ex = running_executor();
+  if (ex != nullptr && ex->impl_->backend) ex->impl_->backend->flush_if_alone();
+}
+
+bool executor_access::asleep(const executor& ex) noexcept { return ex.impl_->sleeping.load(std::memory_order_relaxed); }
 
 unsigned executor_access::direct_files(const executor& ex) noexcept { return ex.impl_->direct_files; }
 

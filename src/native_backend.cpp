@@ -287,6 +287,9 @@ class native_backend final : public backend {
   void flush() override {
     if (io_uring_sq_ready(&ring_) > 0) enter(0);
   }
+  void flush_if_alone() override {
+    if (io_uring_sq_ready(&ring_) == 1) enter(0);
+  }
 
   void cancel(operation& target) override {
     ++stats_.cancels;

@@ -558,6 +558,42 @@ TEST_P(Channel, AParkedReceiverIsWokenEveryRound) {
   }
 }
 
+// A sender blocked on a full channel, its executor asleep, is woken as soon as the receiver lets it in,
+// not at the receiving executor's next enter: here the receiver, with a full channel still to hand out,
+// works on without suspending (so its executor never enters) until the sender has resumed. Natively the
+// doorbell is a MSG_RING that leaves by an enter of its own; through a mailbox it is written at once.
+TEST_P(Channel, AWokenSenderDoesNotWaitForTheReceiversNextEnter) {
+  executor_group g(2, options());
+  channel<int> ch(g.at(1), 4);
+  std::atomic<int> sent{0};
+  std::latch done(2);
+  uring::spawn(g.at(0), [](channel<int>& c, std::atomic<int>& n, std::latch& l) -> task<void> {
+    for (int i = 0; i < 5; ++i) {  // the fifth finds the channel full
+      co_await c.send(i);
+      n.fetch_add(1, std::memory_order_release);
+    }
+    l.count_down();
+  }(ch, sent, done));
+  ASSERT_TRUE(reaches(sent, 4));
+  const auto since = std::chrono::steady_clock::now();
+  while (!uring::detail::executor_access::asleep(g.at(0))) {  // blocked, and its executor idle
+    ASSERT_LT(std::chrono::steady_clock::now() - since, 10s) << "the sender's executor never slept";
+    std::this_thread::yield();
+  }
+  std::vector<int> got;
+  bool woken = false;
+  uring::spawn(g.at(1), [](channel<int>& c, std::atomic<int>& n, std::vector<int>& out, bool& ok,
+                           std::latch& l) -> task<void> {
+    out.push_back(*co_await c.receive());  // lets the sender in: full again
+    ok = reaches(n, 5);                    // spins on this thread: no enter until the sender resumed
+    for (int i = 0; i < 4; ++i) out.push_back(*co_await c.receive());
+    l.count_down();
+  }(ch, sent, got, woken, done));
+  done.wait();
+  EXPECT_TRUE(woken) << "the blocked sender waited for the receiving executor's next enter";
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
 INSTANTIATE_BACKENDS(Channel);
 
 }  // namespace

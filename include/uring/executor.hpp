@@ -235,6 +235,12 @@ struct executor_access {
   // kernel (IORING_OP_MSG_RING from this thread's ring, no syscall of its own) where both executors are
   // native and planned for it, else through `to`'s mailbox. False if `to` no longer accepts work.
   static bool send(executor& to, remote_node& node) noexcept;
+  // Hands the message just sent to the kernel now, one enter, instead of with the turn's next enter: for
+  // a wake-up that should overlap work still to do. Only where it is all the ring has queued.
+  static void flush_send() noexcept;
+  // Whether ex's thread waits in the kernel for work now (not busy, not busy-polling). A hint, stale as
+  // soon as it is read: for choosing to push a wake-up out early, never for correctness.
+  static bool asleep(const executor& ex) noexcept;
   // For a direct descriptor sent with IORING_MSG_SEND_FD, whose CQE on `to` carries `node`: to's ring fd
   // where the running executor and `to` both hand off by MSG_RING and `to` accepts work (node is then
   // published to it, as send does), -ENXIO when `to` has no table (executor_options::direct_files), else
