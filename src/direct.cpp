@@ -47,6 +47,34 @@ task<void> close_direct(direct_fd f) {
 
 namespace detail {
 
+namespace {
+// The mailbox road, for either kind of target: the file as a plain fd (natively IORING_OP_FIXED_FD_INSTALL,
+// emulated a dup), carried to target by submit_to and installed in its table there. Undelivered, the
+// plain fd is closed with the function that carries it, and the file stays in slot f. Target is
+// executor& or executor_handle, a copy: the task is lazy and may outlive the caller's handle.
+template <class Target>
+task<void> send_plain(Target target, direct_fd f, std::unique_ptr<direct_handoff> h) {
+  const io_result plain = co_await io_awaitable<int, false>(
+      "send_direct", {.code = op_code::plain_fd, .direct = true, .fd = static_cast<std::int32_t>(f.index)});
+  if (plain.res == -EINVAL) {
+    throw std::system_error(EOPNOTSUPP, std::system_category(),
+                            "uring::send_direct(" + std::to_string(f.index) +
+                                "): the mailbox road needs a plain fd for the file, and this kernel cannot make "
+                                "one (IORING_OP_FIXED_FD_INSTALL, 6.8)");
+  }
+  if (plain.res < 0) throw_direct_error(-plain.res, "send_direct", f.index, kEmptySlot);
+  // Named, not a temporary in the co_await: g++ 12 mishandles a capturing lambda temporary there.
+  auto carry = [fd = owned_fd(plain.res), h = std::move(h), index = f.index]() mutable -> task<void> {
+    const int slot = co_await install(fd.get());
+    if (slot < 0) throw_direct_error(-slot, "send_direct", index, kEmptySlot, true);
+    fd.reset();
+    h->deliver(direct_fd{static_cast<std::uint32_t>(slot)});
+  };
+  co_await submit_to(target, std::move(carry));
+  co_await close_direct(f);
+}
+}  // namespace
+
 task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_handoff> h) {
   // Where the kernel moves the file (IORING_MSG_SEND_FD), the CQE it posts on target's ring brings `h`
   // with the slot as its result.
@@ -71,25 +99,11 @@ task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_han
     // EINVAL: a kernel without IORING_MSG_SEND_FD (before 6.0); the mailbox road below works there.
     if (r.res != -EINVAL) throw_direct_error(-r.res, "send_direct", f.index, kEmptySlot, r.res != -EBADF);
   }
-  // The mailbox road: the file as a plain fd, taken to target and installed in its table there.
-  const io_result plain = co_await io_awaitable<int, false>(
-      "send_direct", {.code = op_code::plain_fd, .direct = true, .fd = static_cast<std::int32_t>(f.index)});
-  if (plain.res == -EINVAL) {
-    throw std::system_error(EOPNOTSUPP, std::system_category(),
-                            "uring::send_direct(" + std::to_string(f.index) +
-                                "): the mailbox road needs a plain fd for the file, and this kernel cannot make "
-                                "one (IORING_OP_FIXED_FD_INSTALL, 6.8)");
-  }
-  if (plain.res < 0) throw_direct_error(-plain.res, "send_direct", f.index, kEmptySlot);
-  // Named, not a temporary in the co_await: g++ 12 mishandles a capturing lambda temporary there.
-  auto carry = [fd = owned_fd(plain.res), h = std::move(h), index = f.index]() mutable -> task<void> {
-    const int slot = co_await install(fd.get());
-    if (slot < 0) throw_direct_error(-slot, "send_direct", index, kEmptySlot, true);
-    fd.reset();
-    h->deliver(direct_fd{static_cast<std::uint32_t>(slot)});
-  };
-  co_await submit_to(target, std::move(carry));
-  co_await close_direct(f);
+  co_await send_plain<executor&>(target, f, std::move(h));
+}
+
+task<void> send_direct(const executor_handle& target, direct_fd f, std::unique_ptr<direct_handoff> h) {
+  return send_plain<executor_handle>(target, f, std::move(h));
 }
 
 }  // namespace detail

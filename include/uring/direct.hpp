@@ -2,9 +2,9 @@
 // files), so that an operation on one skips the kernel's lookup of an fd in the process's file table
 // (an fdget/fdput per operation, which threads sharing that table make costly).
 //
-// Provides: uring::direct_fd, uring::install_direct, uring::close_direct, uring::send_direct, and
-// uring::read / uring::write on a direct_fd (sockets too). net::tcp_listener::accept_direct accepts a
-// connection straight into a slot.
+// Provides: uring::direct_fd, uring::install_direct, uring::close_direct, uring::send_direct (to an
+// executor& or an executor_handle), and uring::read / uring::write on a direct_fd (sockets too).
+// net::tcp_listener::accept_direct accepts a connection straight into a slot.
 // Threads: a direct_fd is a slot of one executor's table: use it only from coroutines on that executor;
 // send_direct moves the file into another executor's table.
 //
@@ -21,8 +21,8 @@
 // fn(slot) on target's thread (fn returns void, or task<void>, which is spawned there). It completes once
 // the file is in target's table; slot f is then empty. Between two native rings that hand off by
 // MSG_RING the kernel moves the file (IORING_MSG_SEND_FD, 6.0: no plain fd is made); otherwise (an
-// emulated side, MSG_RING disabled) it travels as a plain fd (natively IORING_OP_FIXED_FD_INSTALL, 6.8)
-// through target's mailbox and is installed there. If it fails (target has no table: ENXIO, a full one:
+// emulated side, MSG_RING disabled, or a target named by an executor_handle) it travels as a plain fd
+// (natively IORING_OP_FIXED_FD_INSTALL, 6.8) through target's mailbox and is installed there. If it fails (target has no table: ENXIO, a full one:
 // ENFILE; target gone or shutting down: ESHUTDOWN), the file stays in slot f, fn is destroyed without
 // running, and the co_await throws std::system_error. An exception escaping fn fails target's executor,
 // as one escaping a posted function does. If target shuts down after accepting the file but before
@@ -83,6 +83,11 @@ struct direct_handoff_of final : direct_handoff {
   Fn fn;
 };
 task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_handoff> h);
+task<void> send_direct(const executor_handle& target, direct_fd f, std::unique_ptr<direct_handoff> h);
+// What send_direct runs on the target: fn(slot) returning void, or a task<void> spawned there.
+template <class Fn>
+concept slot_function = std::is_void_v<std::invoke_result_t<Fn&, direct_fd>> ||
+                        std::is_same_v<std::invoke_result_t<Fn&, direct_fd>, task<void>>;
 }  // namespace detail
 
 // Installs a reference to `fd`'s file in a free slot of the running executor's table; yields the slot.
@@ -91,10 +96,16 @@ task<direct_fd> install_direct(int fd);
 task<void> close_direct(direct_fd f);
 
 // Moves the file in slot `f` into a free slot of `target`'s table and runs fn(that slot) there.
-template <class Fn>
-  requires std::is_void_v<std::invoke_result_t<Fn&, direct_fd>> ||
-           std::is_same_v<std::invoke_result_t<Fn&, direct_fd>, task<void>>
+template <detail::slot_function Fn>
 task<void> send_direct(executor& target, direct_fd f, Fn fn) {
+  return detail::send_direct(target, f, std::make_unique<detail::direct_handoff_of<Fn>>(std::move(fn)));
+}
+// The same to an executor_handle: ESHUTDOWN also where it names an executor that is gone. It always
+// takes the mailbox road (a plain fd, carried through the handle's lookup), as every call through a
+// handle does: the kernel's road names the target by its ring's fd, which a destroyed executor's
+// successor may reuse.
+template <detail::slot_function Fn>
+task<void> send_direct(const executor_handle& target, direct_fd f, Fn fn) {
   return detail::send_direct(target, f, std::make_unique<detail::direct_handoff_of<Fn>>(std::move(fn)));
 }
 
