@@ -87,17 +87,40 @@ int retry_eintr(F f) {
   return rc < 0 ? -errno : static_cast<int>(rc);
 }
 
+// recv or send with MSG_WAITALL, as io_uring does it: on until the whole buffer is done, the stream
+// ends or an error comes; with bytes done, their count is the result then. Progress lives in the request
+// (addr and len advance; offset, unused by recv and send, counts the bytes done), so that the operation
+// can wait in epoll between tries. `once` is one non-blocking try on r's current addr and len.
+template <class F>
+int transfer_all(io_request& r, F once) {
+  for (;;) {
+    const int n = retry_eintr(once);
+    if (n > 0 && n < static_cast<int>(r.len)) {
+      r.addr = static_cast<char*>(r.addr) + n;
+      r.len -= static_cast<std::uint32_t>(n);
+      r.offset += static_cast<std::uint64_t>(n);
+      continue;
+    }
+    if (n == -EAGAIN || (n < 0 && r.offset == 0)) return n;
+    return static_cast<int>(r.offset) + std::max(n, 0);
+  }
+}
+
 // One non-blocking attempt at an operation that waits for readiness: -EAGAIN means "wait in epoll".
-int attempt(const io_request& r) {
+int attempt(io_request& r) {
   switch (r.code) {
     case op_code::read:
     case op_code::write:
       return do_rw(r, RWF_NOWAIT);
     case op_code::recv:
-      return retry_eintr([&] { return ::recv(r.fd, r.addr, r.len, static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
     case op_code::send:
-    case op_code::send_zc:  // a copy: the buffer is free again as soon as this returns
-      return retry_eintr([&] { return ::send(r.fd, r.addr, r.len, static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
+    case op_code::send_zc: {  // a copy: the buffer is free again as soon as this returns
+      const int flags = static_cast<int>(r.op_flags) | MSG_DONTWAIT;
+      auto once = [&] {
+        return r.code == op_code::recv ? ::recv(r.fd, r.addr, r.len, flags) : ::send(r.fd, r.addr, r.len, flags);
+      };
+      return (r.op_flags & MSG_WAITALL) != 0 ? transfer_all(r, once) : retry_eintr(once);
+    }
     case op_code::recvmsg:
       return retry_eintr(
           [&] { return ::recvmsg(r.fd, static_cast<msghdr*>(r.addr), static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
@@ -441,7 +464,7 @@ class emulated_backend final : public backend {
   }
 
   void start_rw(operation& op) {
-    const io_request& r = op.request;
+    io_request& r = op.request;
     // Later operations on an fd queue behind earlier ones, as they would in the kernel.
     auto it = fds_.find(r.fd);
     bool behind = it != fds_.end() && !list_for(it->second, r.code).empty();

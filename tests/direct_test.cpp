@@ -2,6 +2,7 @@
 // the table's errors, a slot emptied under an operation that waits on its file, no fd leaked.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -98,6 +99,59 @@ TEST_P(Direct, ReadsAndWritesUseTheSlotOnEveryRoadIntoTheQueue) {
     co_await uring::close_direct(rd);
     co_await uring::close_direct(wr);
   }());
+}
+
+// recv and send on a socket in a slot, with MSG_* flags, alike on every backend (the emulation does
+// MSG_WAITALL's collecting itself).
+TEST_P(Direct, RecvAndSendOnASlotTakeTheirFlags) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  run_with_table(2, [](int mine, int theirs) -> task<void> {
+    uring::test::unique_fd peer(theirs);
+    const direct_fd s = co_await uring::install_direct(mine);
+    ::close(mine);
+    char buf[8] = {};
+    EXPECT_EQ(co_await uring::send(s, uring::const_buffer("hello", 5), MSG_MORE), 5u);
+    EXPECT_EQ(::read(peer.get(), buf, sizeof buf), 5);
+    EXPECT_EQ(std::string(buf, 5), "hello");
+    // MSG_PEEK leaves the bytes for the next recv.
+    EXPECT_EQ(::write(peer.get(), "abc", 3), 3);
+    EXPECT_EQ(co_await uring::recv(s, uring::mutable_buffer(buf, sizeof buf), MSG_PEEK), 3u);
+    EXPECT_EQ(co_await uring::recv(s, uring::mutable_buffer(buf, sizeof buf)), 3u);
+    EXPECT_EQ(std::string(buf, 3), "abc");
+    // MSG_DONTWAIT on nothing: EAGAIN, not a wait.
+    EXPECT_EQ((co_await uring::recv(s, uring::mutable_buffer(buf, sizeof buf), MSG_DONTWAIT).nothrow()).res, -EAGAIN);
+    // The second part comes after the recv has taken the first (the nop completes after the recv was
+    // issued, in the same submit): without MSG_WAITALL it would yield 3.
+    auto six = [](direct_fd from, char* into, int flags) -> task<std::size_t> {
+      co_return co_await uring::recv(from, uring::mutable_buffer(into, 6), flags);
+    };
+    auto late_part = [](int fd) -> task<std::size_t> {
+      co_await uring::nop();
+      co_return static_cast<std::size_t>(::write(fd, "def", 3));
+    };
+    for (const int flags : {0, int{MSG_WAITALL}}) {
+      EXPECT_EQ(::write(peer.get(), "abc", 3), 3);
+      auto [got, wrote] = co_await uring::when_all(six(s, buf, flags), late_part(peer.get()));
+      EXPECT_EQ(wrote, 3u);
+      if (flags == 0) {
+        EXPECT_EQ(got, 3u);
+        EXPECT_EQ(co_await uring::recv(s, uring::mutable_buffer(buf + 3, 3)), 3u);
+      } else {
+        EXPECT_EQ(got, 6u) << "MSG_WAITALL completed before the buffer was full";
+      }
+      EXPECT_EQ(std::string(buf, 6), "abcdef");
+    }
+    // MSG_WAITALL and the end of the stream: the bytes that came.
+    EXPECT_EQ(::write(peer.get(), "xy", 2), 2);
+    ::shutdown(peer.get(), SHUT_WR);
+    EXPECT_EQ(co_await uring::recv(s, uring::mutable_buffer(buf, sizeof buf), MSG_WAITALL), 2u);
+    EXPECT_EQ(co_await uring::recv(s, uring::mutable_buffer(buf, sizeof buf)), 0u);
+    // A peer that is gone: EPIPE, no SIGPIPE.
+    peer.reset();
+    EXPECT_EQ((co_await uring::send(s, uring::const_buffer("z", 1)).nothrow()).res, -EPIPE);
+    co_await uring::close_direct(s);
+  }(sv[0], sv[1]));
 }
 
 TEST_P(Direct, AnEmptiedSlotFailsWithEbadf) {

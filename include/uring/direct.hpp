@@ -3,7 +3,8 @@
 // (an fdget/fdput per operation, which threads sharing that table make costly).
 //
 // Provides: uring::direct_fd, uring::install_direct, uring::close_direct, uring::send_direct (to an
-// executor& or an executor_handle), and uring::read / uring::write on a direct_fd (sockets too).
+// executor& or an executor_handle), and uring::read / uring::write / uring::recv / uring::send on a
+// direct_fd (the last two for sockets, with MSG_* flags).
 // net::tcp_listener::accept_direct accepts a connection straight into a slot.
 // Threads: a direct_fd is a slot of one executor's table: use it only from coroutines on that executor;
 // send_direct moves the file into another executor's table.
@@ -28,6 +29,8 @@
 // as one escaping a posted function does. If target shuts down after accepting the file but before
 // running fn, fn is destroyed and the file is closed with target's table.
 #pragma once
+
+#include <sys/socket.h>
 
 #include <concepts>
 #include <cstdint>
@@ -119,6 +122,22 @@ inline detail::io_awaitable<std::size_t> write(direct_fd f, const_buffer buf,
                                                 std::uint64_t offset = current_position) noexcept {
   return detail::rw("write", detail::op_code::write, true, static_cast<std::int32_t>(f.index),
                     const_cast<void*>(buf.data()), buf.size(), offset);
+}
+
+// recv(2) and send(2) on the socket in slot `f`, with their MSG_* flags: MSG_PEEK, MSG_DONTWAIT (fails
+// with EAGAIN instead of waiting), MSG_WAITALL (completes only once the whole buffer is done, the peer
+// has ended the stream, or an error came after some bytes: their count then), MSG_MORE, ... send always
+// adds MSG_NOSIGNAL: a peer that is gone is an EPIPE error, never a SIGPIPE. Each yields the byte
+// count; recv 0 once the peer has shut its side down.
+inline detail::io_awaitable<std::size_t> recv(direct_fd f, mutable_buffer buf, int flags = 0) noexcept {
+  return {"recv", {.code = detail::op_code::recv, .direct = true, .fd = static_cast<std::int32_t>(f.index),
+                   .len = detail::clamp_len(buf.size()), .op_flags = static_cast<std::uint32_t>(flags),
+                   .addr = buf.data()}};
+}
+inline detail::io_awaitable<std::size_t> send(direct_fd f, const_buffer buf, int flags = 0) noexcept {
+  return {"send", {.code = detail::op_code::send, .direct = true, .fd = static_cast<std::int32_t>(f.index),
+                   .len = detail::clamp_len(buf.size()), .op_flags = static_cast<std::uint32_t>(flags | MSG_NOSIGNAL),
+                   .addr = const_cast<void*>(buf.data())}};
 }
 
 }  // namespace uring
