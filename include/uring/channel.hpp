@@ -23,8 +23,8 @@
 // a blocked sender by sending its node to the executor it suspended on. The doorbell rides the waker's
 // ring as a MSG_RING where both executors are native (no syscall of its own: it leaves with the waker's
 // next enter; except that a sleeping sender let into a full channel is woken by an enter at once, see
-// accept_senders), else the target's mailbox (an eventfd write if the target sleeps). Nothing is resumed inline on the
-// waker's thread. Every hand-over (value, space, close) changes the waiter's state and posts its node
+// accept_senders), else the target's mailbox (an eventfd write if the target sleeps). Nothing is
+// resumed inline on the waker's thread. Every hand-over (value, space, close) changes the waiter's state and posts its node
 // under the mutex, so each waiter is woken exactly once, and a coroutine whose frame is destroyed (only
 // executor shutdown does that) takes its awaitable out of the channel under the same mutex: no post can
 // then touch its frame. A node posted to an executor that is shutting down is discarded there, not run.
@@ -303,9 +303,9 @@ class channel {
   // Caller holds the mutex. True where a woken sender's executor is asleep and the channel is full again:
   // with a whole channel still to hand out, the doorbell should leave now, by an enter of its own, so
   // that the sender's wake-up (~10 us on this VM) overlaps that work instead of following it. Otherwise a
-  // stream runs in turns, each side asleep while the other works (docs/messaging.md). Once per turn of
-  // the receiver's (until it parks): a sender that refills the room and sleeps again would otherwise be
-  // woken every few dozen values, each costing both sides a syscall (measured: bidir 35 -> 22-26 M/s).
+  // stream runs in turns, each side asleep while the other works (docs/messaging.md). At most once per
+  // turn of the receiver's (until it parks): each costs a syscall, and more measured no faster
+  // (bench/README.md, session 11).
   bool accept_senders() {
     bool wake_now = false;
     while (head_ != nullptr && occupied() < capacity_) {
