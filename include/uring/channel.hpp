@@ -18,13 +18,14 @@
 // were not accepted and stay with the sender), and try_send() return false. Every value accepted before
 // is still delivered: receive() yields them, then std::nullopt for good.
 //
-// Wake-ups: the payload sits in a queue under a lock (detail::spin_lock: the critical sections are short). Only a party that is parked gets a doorbell:
-// a waiting receiver is resumed by sending a node (living in its awaitable) to the receiving executor;
-// a blocked sender by sending its node to the executor it suspended on. The doorbell rides the waker's
-// ring as a MSG_RING where both executors are native (no syscall of its own: it leaves with the waker's
-// next enter; except that a sleeping sender let into a full channel is woken by an enter at once, see
-// accept_senders), else the target's mailbox (an eventfd write if the target sleeps). Nothing is
-// resumed inline on the waker's thread. Every hand-over (value, space, close) changes the waiter's state and posts its node
+// Wake-ups: the payload sits in a queue under a lock (detail::spin_lock: the critical sections are
+// short). Only a party that is parked gets a doorbell: a waiting receiver is resumed by sending a node
+// (living in its awaitable) to the receiving executor; a blocked sender by sending its node to the
+// executor it suspended on. The doorbell rides the waker's ring as a MSG_RING where both executors are
+// native (no syscall of its own: it leaves with the waker's next enter; except that a sleeping sender
+// let into a full channel is woken by an enter at once, see accept_senders), else the target's mailbox
+// (an eventfd write if the target sleeps). Nothing is resumed inline on the waker's thread. Every
+// hand-over (value, space, close) changes the waiter's state and posts its node
 // under the mutex, so each waiter is woken exactly once, and a coroutine whose frame is destroyed (only
 // executor shutdown does that) takes its awaitable out of the channel under the same mutex: no post can
 // then touch its frame. A node posted to an executor that is shutting down is discarded there, not run.
