@@ -129,6 +129,9 @@ class backend {
   // `ring` (page-aligned, ours until unregistered) form buffer group `group`, which recv_multishot picks
   // from. 0 or -errno (-EEXIST: the group is taken); the emulated backend has none (-EOPNOTSUPP).
   virtual int register_buf_ring(void* ring, unsigned entries, std::uint16_t group) = 0;
+  // Empties slot `index` of the table of direct descriptors now (no operation): for a slot nobody will
+  // take, such as a connection a multishot accept put there after its stream was gone. 0 or -errno.
+  virtual int empty_slot(unsigned index) = 0;
   virtual int unregister_buf_ring(std::uint16_t group) = 0;
 
   // Points `q`'s inline path (op_queue::start_inline) at this ring's submission queue, if it has one.

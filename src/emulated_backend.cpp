@@ -131,6 +131,7 @@ int attempt(io_request& r) {
     case op_code::accept:
     case op_code::accept_multishot:
     case op_code::accept_direct:  // op_flags: SOCK_CLOEXEC, as the table's dups have
+    case op_code::accept_multishot_direct:
       return nonblocking(r.fd, [&] {
         return ::accept4(r.fd, static_cast<sockaddr*>(r.addr), reinterpret_cast<socklen_t*>(r.aux),
                          static_cast<int>(r.op_flags));
@@ -329,6 +330,7 @@ class emulated_backend final : public backend {
     return epoll_fd_;
   }
 
+  int empty_slot(unsigned index) override { return close_direct(static_cast<int>(index)); }
   // Provided buffers are a kernel feature: the library falls back to receiving into its own pool.
   int register_buf_ring(void*, unsigned, std::uint16_t) override { return -EOPNOTSUPP; }
   int unregister_buf_ring(std::uint16_t) override { return -EOPNOTSUPP; }
@@ -419,6 +421,7 @@ class emulated_backend final : public backend {
         start_rw(op);
         return;
       case op_code::accept_multishot:
+      case op_code::accept_multishot_direct:
         start_multishot(op);
         return;
       case op_code::cancel_fd:
@@ -510,6 +513,8 @@ class emulated_backend final : public backend {
     for (;;) {
       int fd = attempt(op.request);
       if (fd == -EAGAIN) return false;
+      // Into a slot: a full table closes the connection and ends the request, as the kernel's does.
+      if (fd >= 0 && op.request.code == op_code::accept_multishot_direct) fd = adopt_direct(fd);
       if (fd < 0) {
         post(op, fd);
         return true;
@@ -539,6 +544,7 @@ class emulated_backend final : public backend {
       case op_code::accept:
       case op_code::accept_multishot:
       case op_code::accept_direct:
+      case op_code::accept_multishot_direct:
         return st.readers;
       case op_code::write:
       case op_code::send:
@@ -710,7 +716,7 @@ class emulated_backend final : public backend {
   void retry(std::deque<operation*>& list) {
     while (!list.empty()) {
       operation& op = *list.front();
-      if (op.request.code == op_code::accept_multishot) {
+      if (op.request.code == op_code::accept_multishot || op.request.code == op_code::accept_multishot_direct) {
         if (!accept_all(op)) return;  // it waits on, at the head of the list
         list.pop_front();
         waiting_.erase(&op);

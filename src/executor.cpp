@@ -434,6 +434,7 @@ const char* to_string(op_kind k) noexcept {
     case op_kind::plain_fd: return "plain_fd";
     case op_kind::send_direct: return "send_direct";
     case op_kind::accept_direct: return "accept_direct";
+    case op_kind::accept_multishot_direct: return "accept_multishot_direct";
   }
   return "?";
 }
@@ -778,6 +779,10 @@ void executor_access::flush_send() noexcept {
 bool executor_access::asleep(const executor& ex) noexcept { return ex.impl_->sleeping.load(std::memory_order_relaxed); }
 
 unsigned executor_access::direct_files(const executor& ex) noexcept { return ex.impl_->direct_files; }
+
+void executor_access::empty_slot(executor& ex, unsigned index) noexcept {
+  if (accepting(ex) && ex.impl_->backend) (void)ex.impl_->backend->empty_slot(index);
+}
 
 int executor_access::direct_route(executor& to, remote_node& node) noexcept {
   if (direct_files(to) == 0) return -ENXIO;  // the kernel would say ENFILE, as for a full table

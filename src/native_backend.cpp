@@ -88,6 +88,7 @@ std::uint8_t kernel_opcode(op_code c) {
     case op_code::plain_fd: return kOpFixedFdInstall;
     case op_code::send_direct: return IORING_OP_MSG_RING;
     case op_code::accept_direct: return IORING_OP_ACCEPT;
+    case op_code::accept_multishot_direct: return IORING_OP_ACCEPT;
   }
   return IORING_OP_NOP;
 }
@@ -364,6 +365,11 @@ class native_backend final : public backend {
     return io_uring_register_buf_ring(&ring_, &reg, 0);
   }
   int unregister_buf_ring(std::uint16_t group) override { return io_uring_unregister_buf_ring(&ring_, group); }
+  int empty_slot(unsigned index) override {
+    int none = -1;
+    const int r = io_uring_register_files_update(&ring_, index, &none, 1);
+    return r < 0 ? r : 0;
+  }
 
   bool registered_ring() const noexcept override { return registered_; }
   ring_flags active_flags() const noexcept override { return active_; }
@@ -480,6 +486,9 @@ class native_backend final : public backend {
         break;
       case op_code::accept_direct:  // no SOCK_CLOEXEC: the kernel refuses it for a direct descriptor
         io_uring_prep_accept_direct(sqe, r.fd, nullptr, nullptr, 0, IORING_FILE_INDEX_ALLOC - 1);
+        break;
+      case op_code::accept_multishot_direct:  // each connection into a free slot, as accept_direct
+        io_uring_prep_multishot_accept_direct(sqe, r.fd, nullptr, nullptr, 0);
         break;
     }
     if (r.direct && r.code != op_code::close) sqe->flags |= IOSQE_FIXED_FILE;

@@ -317,6 +317,103 @@ TEST_P(Direct, AcceptDirectWithoutATableFailsWithEnxioAndAFullTableWithEnfile) {
   }());
 }
 
+// Every connection of one multishot accept straight into a slot: no plain fd is made (natively).
+TEST_P(Direct, AcceptAllDirectPutsEachConnectionInASlot) {
+  run_with_table(8, [](bool emulated) -> task<void> {
+    auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+    auto connections = listener.accept_all_direct();
+    const long fds_before = uring::test::open_fd_count();
+    std::vector<uring::net::tcp_stream> clients;
+    std::vector<direct_fd> slots;
+    for (int i = 0; i < 3; ++i) {
+      clients.push_back(co_await uring::net::tcp_stream::connect_to(listener.local_address()));
+      slots.push_back(co_await connections.next());
+    }
+    // Natively only the clients' fds are new; emulated, each slot's dup too.
+    EXPECT_EQ(uring::test::open_fd_count(), fds_before + 3 * (emulated ? 2 : 1));
+    std::set<std::uint32_t> distinct;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_LT(slots[i].index, 8u);
+      distinct.insert(slots[i].index);
+      const char c = static_cast<char>('a' + i);
+      co_await clients[i].write_all(std::string_view(&c, 1));
+      char got = 0;
+      EXPECT_EQ(co_await uring::recv(slots[i], uring::mutable_buffer(&got, 1)), 1u);
+      EXPECT_EQ(got, c) << "connection " << i << " is not in the slot it was yielded with";
+      co_await uring::close_direct(slots[i]);
+    }
+    EXPECT_EQ(distinct.size(), 3u);
+  }(emulated()));
+}
+
+// No table: ENXIO. A full table ends the request with ENFILE and closes that connection; the next
+// next() arms it again.
+TEST_P(Direct, AcceptAllDirectWithoutATableFailsWithEnxioAndAFullTableWithEnfile) {
+  run([]() -> task<void> {
+    auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+    auto connections = listener.accept_all_direct();
+    int err = 0;
+    try {
+      (void)co_await connections.next();
+    } catch (const std::system_error& e) {
+      err = e.code().value();
+      EXPECT_TRUE(contains(e.what(), "direct_files")) << e.what();
+    }
+    EXPECT_EQ(err, ENXIO);
+  }());
+  run_with_table(2, []() -> task<void> {
+    auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+    pipe_pair filler;
+    const direct_fd taken = co_await uring::install_direct(filler.read_end.get());
+    // Both wait in the backlog; the first next() arms the accept, which takes both in turn.
+    auto first = co_await uring::net::tcp_stream::connect_to(listener.local_address());
+    auto second = co_await uring::net::tcp_stream::connect_to(listener.local_address());
+    auto connections = listener.accept_all_direct();
+    const direct_fd got = co_await connections.next();
+    int err = 0;
+    try {
+      (void)co_await connections.next();
+    } catch (const std::system_error& e) {
+      err = e.code().value();
+    }
+    EXPECT_EQ(err, ENFILE);
+    // That connection was closed, not leaked: its client sees its end.
+    char c;
+    const uring::io_result r = co_await uring::read(second.fd(), uring::mutable_buffer(&c, 1)).nothrow();
+    EXPECT_TRUE(r.res == 0 || r.res == -ECONNRESET) << r.res;
+    // Room again, and the next next() re-arms.
+    co_await uring::close_direct(got);
+    auto third = co_await uring::net::tcp_stream::connect_to(listener.local_address());
+    const direct_fd again = co_await connections.next();
+    co_await third.write_all(std::string_view("3"));
+    EXPECT_EQ(co_await uring::recv(again, uring::mutable_buffer(&c, 1)), 1u);
+    EXPECT_EQ(c, '3');
+    co_await uring::close_direct(again);
+    co_await uring::close_direct(taken);
+  }());
+}
+
+// A stream dropped with connections accepted but not taken empties their slots: the table has room for
+// as many files as before. (A connection still in the listener's backlog never took a slot.)
+TEST_P(Direct, DroppingAnAcceptAllDirectStreamEmptiesTheSlotsNotTaken) {
+  run_with_table(2, []() -> task<void> {
+    auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+    auto a = co_await uring::net::tcp_stream::connect_to(listener.local_address());
+    auto b = co_await uring::net::tcp_stream::connect_to(listener.local_address());
+    direct_fd first{};
+    {
+      auto connections = listener.accept_all_direct();
+      first = co_await connections.next();  // b was accepted with it, into the other slot
+      co_await uring::nop();
+    }
+    co_await uring::nop();  // the cancel's completion
+    pipe_pair p;
+    const direct_fd other = co_await uring::install_direct(p.read_end.get());  // ENFILE if b's slot leaked
+    co_await uring::close_direct(other);
+    co_await uring::close_direct(first);
+  }());
+}
+
 INSTANTIATE_BACKENDS(Direct);
 
 // send_direct between two executors, on every messaging configuration: MSG_SEND_FD between native rings,

@@ -5,7 +5,8 @@
 // Provides: uring::direct_fd, uring::install_direct, uring::close_direct, uring::send_direct (to an
 // executor& or an executor_handle), and uring::read / uring::write / uring::recv / uring::send on a
 // direct_fd (the last two for sockets, with MSG_* flags).
-// net::tcp_listener::accept_direct accepts a connection straight into a slot.
+// net::tcp_listener::accept_direct accepts a connection straight into a slot; accept_all_direct, every
+// connection of a multishot accept.
 // Threads: a direct_fd is a slot of one executor's table: use it only from coroutines on that executor;
 // send_direct moves the file into another executor's table.
 //

@@ -254,6 +254,9 @@ struct executor_access {
   static int ring_route(executor* from, executor& to, remote_node& node) noexcept;
   // executor_options::direct_files (immutable, so any thread may ask).
   static unsigned direct_files(const executor& ex) noexcept;
+  // Owner thread: empties slot `index` of ex's table now, unless ex shuts down (its table then closes
+  // with it).
+  static void empty_slot(executor& ex, unsigned index) noexcept;
   // For executor_group: a stop quiesces the executor but frees its frames only at destruction.
   // `group_stopping` is the group's flag, set before any member is stopped (see try_post_home).
   static void defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept;

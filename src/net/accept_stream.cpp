@@ -18,19 +18,18 @@
 namespace uring::detail {
 
 struct accept_state : operation {
-  explicit accept_state(int fd) : listen_fd(fd), timer(*this) {
+  explicit accept_state(int fd, bool into_slots = false) : listen_fd(fd), direct(into_slots), timer(*this) {
     complete = &on_complete;
     multishot = true;
   }
   accept_state(const accept_state&) = delete;
   accept_state& operator=(const accept_state&) = delete;
-  ~accept_state() {
-    for (int fd : ready) ::close(fd);
-  }
+  ~accept_state() { drop_ready(); }
 
   int listen_fd;
+  bool direct;                  // connections go into slots of the table (accept_direct_stream)
   executor* ex = nullptr;       // where the request was armed
-  std::deque<int> ready;        // accepted, not yet taken by next()
+  std::deque<int> ready;        // accepted, not yet taken by next(): fds, or slots where direct
   int error = 0;                // how the last request ended, for the next next() to throw
   bool abandoned = false;       // the stream is gone
   std::coroutine_handle<> waiter;
@@ -42,8 +41,23 @@ struct accept_state : operation {
 
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
 
+  // A connection nobody will take: its fd closed, or its slot emptied (owner thread).
+  void drop(int got) noexcept {
+    if (!direct) {
+      ::close(got);
+    } else if (ex != nullptr) {
+      executor_access::empty_slot(*ex, static_cast<unsigned>(got));
+    }
+  }
+  void drop_ready() noexcept {
+    for (int got : ready) drop(got);
+    ready.clear();
+  }
+
   void arm(executor& e, std::shared_ptr<accept_state> me) {
-    request = {.code = op_code::accept_multishot, .fd = listen_fd, .op_flags = SOCK_CLOEXEC};
+    // SOCK_CLOEXEC: for plain fds, and for the emulation's dups in slots (the kernel takes no flags there).
+    request = {.code = direct ? op_code::accept_multishot_direct : op_code::accept_multishot, .fd = listen_fd,
+               .op_flags = SOCK_CLOEXEC};
     executor_access::submit(e, *this);
     ex = &e;
     self = std::move(me);
@@ -83,7 +97,7 @@ struct accept_state : operation {
     const bool final = (s->cqe_flags & kCqeMore) == 0;
     if (s->res >= 0) {
       if (s->abandoned) {
-        ::close(s->res);
+        s->drop(s->res);
       } else {
         s->ready.push_back(s->res);
       }
@@ -99,24 +113,33 @@ struct accept_state : operation {
   }
 };
 
+struct accept_direct_state : accept_state {
+  explicit accept_direct_state(int fd) : accept_state(fd, true) {}
+};
+
 }  // namespace uring::detail
 
 namespace uring::net {
 
-accept_stream::accept_stream(int listen_fd) : state_(std::make_shared<detail::accept_state>(listen_fd)) {}
+template <class Result>
+basic_accept_stream<Result>::basic_accept_stream(int listen_fd) : state_(std::make_shared<state_type>(listen_fd)) {}
 
-accept_stream::~accept_stream() {
+template <class Result>
+basic_accept_stream<Result>::~basic_accept_stream() {
   if (!state_) return;  // moved from
   state_->abandoned = true;
-  for (int fd : state_->ready) ::close(fd);
-  state_->ready.clear();
+  state_->drop_ready();
   state_->cancel();
   state_->cancel_timer();
 }
 
-void accept_stream::cancel() noexcept {
+template <class Result>
+void basic_accept_stream<Result>::cancel() noexcept {
   if (state_) state_->cancel();
 }
+
+template class basic_accept_stream<tcp_stream>;
+template class basic_accept_stream<direct_fd>;
 
 }  // namespace uring::net
 
@@ -134,6 +157,9 @@ std::uint64_t state_wait(const accept_state& s) noexcept { return s.wait; }
 
 executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h, std::int64_t deadline) {
   executor& ex = executor_access::current("accept");
+  if (s->direct && executor_access::direct_files(ex) == 0) {  // the kernel would say ENFILE
+    throw_direct_error(ENXIO, "accept_all_direct", s->listen_fd, nullptr);
+  }
   if (!s->in_flight()) s->arm(ex, s);
   s->waiter = h;
   ++s->wait;
@@ -142,16 +168,32 @@ executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_h
   return &ex;
 }
 
-net::tcp_stream state_resume(accept_state& s) {
+namespace {
+// The next connection taken (its fd or slot), or the error that ends this wait thrown.
+int take(accept_state& s) {
   const bool timed_out = std::exchange(s.timed_out, false);
   if (!s.ready.empty()) {  // a connection that came with the deadline wins over it
-    int fd = s.ready.front();
+    const int got = s.ready.front();
     s.ready.pop_front();
-    return net::tcp_stream(fd);
+    return got;
   }
-  if (timed_out) detail::executor_access::throw_op_error(ETIMEDOUT, "accept", detail::op_code::accept_multishot);
+  const op_code code = s.request.code;
+  if (timed_out) executor_access::throw_op_error(ETIMEDOUT, "accept", code);
   const int err = std::exchange(s.error, 0);
-  detail::executor_access::throw_op_error(err != 0 ? err : ECANCELED, "accept", detail::op_code::accept_multishot);
+  executor_access::throw_op_error(err != 0 ? err : ECANCELED, "accept", code);
 }
+}  // namespace
+
+net::tcp_stream state_resume(accept_state& s) { return net::tcp_stream(take(s)); }
+
+bool state_ready(const accept_direct_state& s) noexcept { return state_ready(static_cast<const accept_state&>(s)); }
+void state_cancel(accept_direct_state& s, std::uint64_t wait) noexcept {
+  state_cancel(static_cast<accept_state&>(s), wait);
+}
+std::uint64_t state_wait(const accept_direct_state& s) noexcept { return s.wait; }
+executor* state_suspend(const std::shared_ptr<accept_direct_state>& s, std::coroutine_handle<> h, std::int64_t deadline) {
+  return state_suspend(std::shared_ptr<accept_state>(s), h, deadline);
+}
+direct_fd state_resume(accept_direct_state& s) { return direct_fd{static_cast<std::uint32_t>(take(s))}; }
 
 }  // namespace uring::detail

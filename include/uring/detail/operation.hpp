@@ -67,9 +67,13 @@ enum class op_code : std::uint8_t {
   // (IORING_FILE_INDEX_ALLOC, 5.19) instead of the process's. Completes with the slot; -ENFILE when the
   // table is full or missing (the connection is closed).
   accept_direct,
+  // fd: as accept_multishot, each connection put in a free slot of the table (IORING_ACCEPT_MULTISHOT with
+  // IORING_FILE_INDEX_ALLOC, 5.19). Each completion is a slot; -ENFILE (final) when the table is full or
+  // missing.
+  accept_multishot_direct,
 };
 
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::accept_direct) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::accept_multishot_direct) + 1;
 // As an offset: the fd's own position (pipes and sockets have none).
 inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
 

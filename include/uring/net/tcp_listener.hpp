@@ -46,6 +46,10 @@ class tcp_listener : public socket {
   // Every connection, from one multishot accept (see uring/net/accept_stream.hpp). The listener must
   // outlive the stream.
   [[nodiscard]] accept_stream accept_all() const { return accept_stream(fd()); }
+  // The same, each connection in a free slot of the running executor's table of direct descriptors
+  // (uring/direct.hpp): next() yields the slot. ENXIO without a table; a full table ends the request
+  // with ENFILE (that connection is closed).
+  [[nodiscard]] accept_direct_stream accept_all_direct() const { return accept_direct_stream(fd()); }
 };
 
 // A unix-domain listener is the same type, bound to a unix address.
