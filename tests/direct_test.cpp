@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <latch>
+#include <optional>
 #include <set>
 #include <span>
 #include <string_view>
@@ -412,6 +413,27 @@ TEST_P(Direct, DroppingAnAcceptAllDirectStreamEmptiesTheSlotsNotTaken) {
     co_await uring::close_direct(other);
     co_await uring::close_direct(first);
   }());
+}
+
+// A stream may outlive its executor: the shutdown ends its request, and the slots it held close with the
+// table. Dropping the stream afterwards must not touch the executor (the ASan preset catches it).
+TEST_P(Direct, AnAcceptAllDirectStreamMayOutliveItsExecutor) {
+  std::optional<uring::net::accept_direct_stream> kept;
+  uring::net::tcp_listener listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+  std::vector<uring::net::tcp_stream> clients;
+  {
+    uring::executor_options o = options();
+    o.direct_files = 4;
+    uring::executor ex(o);
+    ex.run([](uring::net::tcp_listener& l, std::optional<uring::net::accept_direct_stream>& keep,
+              std::vector<uring::net::tcp_stream>& cs) -> task<void> {
+      cs.push_back(co_await uring::net::tcp_stream::connect_to(l.local_address()));
+      cs.push_back(co_await uring::net::tcp_stream::connect_to(l.local_address()));
+      keep.emplace(l.accept_all_direct());
+      (void)co_await keep->next();  // the other waits in the stream, or in the backlog
+    }(listener, kept, clients));
+  }
+  kept.reset();  // must not touch the executor: ASan fails the test if it does
 }
 
 INSTANTIATE_BACKENDS(Direct);

@@ -108,6 +108,12 @@ struct accept_state : operation {
     // not from here, which may run while the executor shuts down.
     if (s->waiter && (!s->ready.empty() || s->error != 0)) s->wake();
     if (final) {
+      // Ended by the executor's shutdown: the executor may be gone before the stream is, so forget it;
+      // slots not taken close with its table.
+      if (s->ex != nullptr && !executor_access::accepting(*s->ex)) {
+        if (s->direct) s->ready.clear();
+        s->ex = nullptr;
+      }
       std::shared_ptr<accept_state> last = std::move(s->self);  // may free *s: nothing may follow
     }
   }
