@@ -26,9 +26,10 @@
 // emulated side, MSG_RING disabled, or a target named by an executor_handle) it travels as a plain fd
 // (natively IORING_OP_FIXED_FD_INSTALL, 6.8) through target's mailbox and is installed there. If it
 // fails (target has no table: ENXIO, a full one: ENFILE; target gone or shutting down: ESHUTDOWN), the
-// file stays in slot f, fn is destroyed without running, and the co_await throws std::system_error. An exception escaping fn fails target's executor,
-// as one escaping a posted function does. If target shuts down after accepting the file but before
-// running fn, fn is destroyed and the file is closed with target's table.
+// file stays in slot f, fn is destroyed without running, and the co_await throws std::system_error. An
+// exception escaping fn fails target's executor, as one escaping a posted function does. If target
+// shuts down after accepting the file but before running fn, fn is destroyed and the file is closed
+// with target's table.
 #pragma once
 
 #include <sys/socket.h>
