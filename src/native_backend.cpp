@@ -208,9 +208,11 @@ class native_backend final : public backend {
     allow_op(IORING_OP_LINK_TIMEOUT);
     if (allowed.allows_msg_ring()) allow_op(IORING_OP_MSG_RING);
     // Register operations after start-up: the eventfd slot (register_eventfd, notify_fd), the ring fd's
-    // unregistration at exit (or the thread's slot would keep the ring alive), provided buffer rings.
+    // unregistration at exit (or the thread's slot would keep the ring alive), provided buffer rings, and
+    // emptying a direct slot nobody took (empty_slot: a dropped accept_all_direct stream's).
     for (std::uint8_t op : {IORING_REGISTER_EVENTFD, IORING_REGISTER_EVENTFD_ASYNC, IORING_UNREGISTER_EVENTFD,
-                            IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING, IORING_UNREGISTER_PBUF_RING}) {
+                            IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING, IORING_UNREGISTER_PBUF_RING,
+                            IORING_REGISTER_FILES_UPDATE}) {
       add(IORING_RESTRICTION_REGISTER_OP, op);
     }
     // Without this every SQE carrying a flag is refused: links (with_timeout), skipped success CQEs (cancel,

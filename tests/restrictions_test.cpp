@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <liburing.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <set>
@@ -17,6 +20,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <uring/uring.hpp>
 
@@ -200,6 +204,35 @@ TEST_P(Restrictions, RefusedMultishotAcceptEndsNextClearly) {
         co_await uring::when_all(uring::net::tcp_stream::connect_to(l.local_address()), accept_one(l));
     EXPECT_GE(client.fd(), 0);
     EXPECT_GE(accepted.fd(), 0);
+  }(listener));
+}
+
+// A dropped accept_all_direct stream empties the slots it accepted but did not hand out: natively an
+// IORING_REGISTER_FILES_UPDATE, a register operation the kernel's list must name, or the slot would stay
+// filled (and the install below fail with ENFILE) until the executor goes.
+TEST_P(Restrictions, ADroppedAcceptAllDirectStreamEmptiesItsSlotsUnderAList) {
+  auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+  const uring::net::address to = listener.local_address();
+  std::vector<uring::owned_fd> clients;
+  for (int i = 0; i < 2; ++i) {  // blocking connects: the backlog completes them before any accept
+    clients.emplace_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(clients.back().get(), to.data(), to.size()), 0) << std::strerror(errno);
+  }
+  auto o = restricted({op_kind::accept_multishot_direct, op_kind::install_direct, op_kind::close, op_kind::nop});
+  o.direct_files = 2;
+  executor ex(o);
+  ex.run([](const uring::net::tcp_listener& l) -> task<void> {
+    uring::direct_fd first{};
+    {
+      auto connections = l.accept_all_direct();
+      first = co_await connections.next();  // the other connection came with it, into the other slot
+      co_await uring::nop();
+    }
+    co_await uring::nop();  // the cancel's completion
+    pipe_pair p;
+    const uring::direct_fd other = co_await uring::install_direct(p.read_end.get());
+    co_await uring::close_direct(other);
+    co_await uring::close_direct(first);
   }(listener));
 }
 
