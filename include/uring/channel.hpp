@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "uring/detail/prefetch.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/detail/spin_lock.hpp"
 #include "uring/executor.hpp"
@@ -163,7 +164,7 @@ class channel {
     if (closed_) return false;
     if (parked_ != nullptr) return hand_to_receiver(value);
     if (occupied() >= capacity_) return false;  // also whenever a sender is blocked
-    queue_.push_back(std::move(value));
+    enqueue(value);
     return true;
   }
   bool try_send(const T& value) {
@@ -211,7 +212,7 @@ class channel {
       return true;
     }
     if (occupied() >= capacity_) return false;
-    queue_.push_back(std::move(s.value_));
+    enqueue(s.value_);
     return true;
   }
 
@@ -230,7 +231,7 @@ class channel {
       return false;
     }
     if (occupied() < capacity_) {
-      queue_.push_back(std::move(s.value_));
+      enqueue(s.value_);
       return false;
     }
     s.state_ = send_awaiter::state::queued;
@@ -247,6 +248,17 @@ class channel {
     // Posted to our own executor later, so it cannot resume before this thread has finished suspending.
     return true;
   }
+
+  // A sender's value joins the queue. Caller holds the mutex. The line a few values on is asked for now
+  // (detail/prefetch.hpp): the receiver read it last, and the next send's lock would otherwise wait for
+  // it. Measured on a stream between two threads: 18 -> 26 M values/s (bench/README.md, session 12).
+  void enqueue(T& value) {
+    queue_.push_back(std::move(value));
+    if (const std::size_t ahead = queue_.size() + kPrefetchAhead; ahead < queue_.capacity()) {
+      detail::prefetch_for_write(queue_.data() + ahead);
+    }
+  }
+  static constexpr std::size_t kPrefetchAhead = (256 + sizeof(T) - 1) / sizeof(T);  // 256 bytes: four 64-byte lines
 
   // The receiver is parked, so the queue is empty and nobody is blocked: the value goes straight to it.
   // Caller holds the mutex. Moves from `value` only when it returns true.
