@@ -77,15 +77,16 @@ config parse(int argc, char** argv) {
   bool ok = (c.pattern == "pingpong" || c.pattern == "stream" || c.pattern == "bidir") &&
             (c.api == "raw" || c.api == "resume" || c.api == "channel") &&
             !(c.pattern == "bidir" && c.api == "resume") &&
-            (c.mode == "native" || c.mode == "defer" || c.mode == "emulated" || c.mode == "mailbox") && c.messages > 0 &&
-            c.threads >= 2 && c.threads <= 256 && !(c.pattern == "pingpong" && c.threads % 2 != 0);
+            (c.mode == "native" || c.mode == "defer" || c.mode == "emulated" || c.mode == "mailbox") &&
+            c.messages > 0 && c.threads >= 2 && c.threads <= 256 &&
+            !(c.pattern == "pingpong" && c.threads % 2 != 0);
   if (!ok) usage(2);
   return c;
 }
 
 struct result {
   double seconds = 0;
-  bool complete = true;  // every message arrived, each sender's in order
+  bool complete = true;               // every message arrived, each sender's in order
   std::vector<double> round_trip_us;  // pingpong only
 };
 
@@ -97,7 +98,8 @@ class order_check {
  public:
   explicit order_check(int senders) : next_(static_cast<std::size_t>(senders), 0) {}
   bool take(long sender, long seq) {
-    if (sender < 0 || static_cast<std::size_t>(sender) >= next_.size() || next_[static_cast<std::size_t>(sender)] != seq) {
+    if (sender < 0 || static_cast<std::size_t>(sender) >= next_.size() ||
+        next_[static_cast<std::size_t>(sender)] != seq) {
       return false;
     }
     ++next_[static_cast<std::size_t>(sender)];
@@ -114,7 +116,8 @@ void finish(result& r, clock_type::time_point start, std::latch& done) {
 }
 
 // Every round trip is timed, so the percentiles come from the whole run.
-uring::task<void> pingpong_resume(uring::executor& a, uring::executor& b, long n, result& r, std::latch& done) {
+uring::task<void> pingpong_resume(uring::executor& a, uring::executor& b, long n, result& r,
+                                  std::latch& done) {
   r.round_trip_us.reserve(static_cast<std::size_t>(n));
   auto start = clock_type::now();
   for (long i = 0; i < n; ++i) {
@@ -201,7 +204,8 @@ uring::task<void> send_raw(uring::executor& to, int slot, long n) {
 }
 
 // The whole clock runs from `start` (before anything was spawned) to the last message.
-uring::task<void> receive_raw(int senders, long n, clock_type::time_point start, result& r, std::latch& done) {
+uring::task<void> receive_raw(int senders, long n, clock_type::time_point start, result& r,
+                              std::latch& done) {
   uring::inbox in(*uring::executor::current());
   order_check order(senders);
   for (long i = 0; i < senders * n; ++i) {
@@ -297,25 +301,31 @@ int main(int argc, char** argv) {
     r.round_trip_us.insert(r.round_trip_us.end(), part.round_trip_us.begin(), part.round_trip_us.end());
   }
   if (!r.complete) std::fprintf(stderr, "uring-msgbench: messages lost, duplicated or out of order\n");
-  const long total = c.pattern == "pingpong" ? (t / 2) * n : c.pattern == "stream" ? (t - 1) * n : t * (t - 1L) * n;
+  const long total = c.pattern == "pingpong" ? (t / 2) * n
+                     : c.pattern == "stream" ? (t - 1) * n
+                                             : t * (t - 1L) * n;
   double rate = static_cast<double>(total) / r.seconds;
   double p50 = percentile(r.round_trip_us, 0.50), p99 = percentile(r.round_trip_us, 0.99),
          p999 = percentile(r.round_trip_us, 0.999);
   // Channels keep values in an in-process queue; only their doorbell travels, by MSG_RING where it can.
-  std::string transport = !plan.msg_ring ? "mailbox"
+  std::string transport = !plan.msg_ring       ? "mailbox"
                           : c.api == "channel" ? "queue + MSG_RING doorbell"
-                          : c.api == "raw" && !uring::probed_kernel().msg_ring_flags_pass ? "mailbox (no MSG_RING flags pass)"
-                                                                                    : "MSG_RING";
+                          : c.api == "raw" && !uring::probed_kernel().msg_ring_flags_pass
+                              ? "mailbox (no MSG_RING flags pass)"
+                              : "MSG_RING";
   if (c.json) {
-    std::printf("{\"pattern\":\"%s\",\"api\":\"%s\",\"mode\":\"%s\",\"threads\":%d,\"messages\":%ld,"
-                "\"seconds\":%.6f,\"per_second\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
-                "\"transport\":\"%s\"}\n",
-                c.pattern.c_str(), c.api.c_str(), c.mode.c_str(), t, total, r.seconds, rate, p50, p99, p999,
-                transport.c_str());
+    std::printf(
+        "{\"pattern\":\"%s\",\"api\":\"%s\",\"mode\":\"%s\",\"threads\":%d,\"messages\":%ld,"
+        "\"seconds\":%.6f,\"per_second\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,"
+        "\"transport\":\"%s\"}\n",
+        c.pattern.c_str(), c.api.c_str(), c.mode.c_str(), t, total, r.seconds, rate, p50, p99, p999,
+        transport.c_str());
   } else {
     std::printf("%s over %s (%s, %d threads, transport %s): %ld messages in %.3f s = %.3f M/s\n",
-                c.pattern.c_str(), c.api.c_str(), c.mode.c_str(), t, transport.c_str(), total, r.seconds, rate / 1e6);
-    if (c.pattern == "pingpong") std::printf("round trip: p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n", p50, p99, p999);
+                c.pattern.c_str(), c.api.c_str(), c.mode.c_str(), t, transport.c_str(), total, r.seconds,
+                rate / 1e6);
+    if (c.pattern == "pingpong")
+      std::printf("round trip: p50 %.1f us, p99 %.1f us, p99.9 %.1f us\n", p50, p99, p999);
     std::printf("plan: %s\n", uring::to_string(plan).c_str());
   }
   return r.complete ? 0 : 1;

@@ -80,8 +80,8 @@ class channel {
       if (suspended_) ch_->abandon(*this);  // the frame is destroyed while the send waits
     }
 
-    // Most sends complete here, without suspending the coroutine (callgrind: ~20 fewer instructions a
-    // value than a suspension that returns at once).
+    // Most sends complete here, without suspending the coroutine (callgrind: 79 -> 74 instructions a
+    // send, against a suspension that returns at once).
     bool await_ready() { return ch_->send_now(*this); }
     bool await_suspend(std::coroutine_handle<> h) { return ch_->start_send(*this, h); }
     void await_resume() {
@@ -258,7 +258,7 @@ class channel {
       detail::prefetch_for_write(queue_.data() + ahead);
     }
   }
-  static constexpr std::size_t kPrefetchAhead = (256 + sizeof(T) - 1) / sizeof(T);  // 256 bytes: four 64-byte lines
+  static constexpr std::size_t kPrefetchAhead = (256 + sizeof(T) - 1) / sizeof(T);  // four 64-byte lines
 
   // The receiver is parked, so the queue is empty and nobody is blocked: the value goes straight to it.
   // Caller holds the mutex. Moves from `value` only when it returns true.
