@@ -161,11 +161,8 @@ class channel {
   // From any thread: accepts `value` if there is room and the channel is open; moves from it only then.
   bool try_send(T&& value) {
     std::lock_guard lock(mutex_);
-    if (closed_) return false;
-    if (parked_ != nullptr) return hand_to_receiver(value);
-    if (occupied() >= capacity_) return false;  // also whenever a sender is blocked
-    enqueue(value);
-    return true;
+    int error = 0;
+    return offer(value, error) && error == 0;
   }
   bool try_send(const T& value) {
     T copy(value);
@@ -203,16 +200,24 @@ class channel {
   bool send_now(send_awaiter& s) {
     (void)detail::executor_access::current("uring::channel::send");  // throws before any change
     std::lock_guard lock(mutex_);
+    return offer(s.value_, s.error_);
+  }
+
+  // Every send's first step, under the mutex: true when it is over, because `value` was accepted (queued,
+  // or handed to the parked receiver) or refused (`error` set: EPIPE closed, ESHUTDOWN the receiver's
+  // executor takes no work); false when the channel is full (also whenever a sender is blocked). Moves
+  // from `value` only when it was accepted.
+  bool offer(T& value, int& error) {
     if (closed_) {
-      s.error_ = EPIPE;
+      error = EPIPE;
       return true;
     }
     if (parked_ != nullptr) {
-      if (!hand_to_receiver(s.value_)) s.error_ = ESHUTDOWN;
+      if (!hand_to_receiver(value)) error = ESHUTDOWN;
       return true;
     }
     if (occupied() >= capacity_) return false;
-    enqueue(s.value_);
+    enqueue(value);
     return true;
   }
 
@@ -222,18 +227,7 @@ class channel {
     executor& ex = detail::executor_access::current("uring::channel::send");  // throws before linking
     std::lock_guard lock(mutex_);
     s.state_ = send_awaiter::state::done;
-    if (closed_) {
-      s.error_ = EPIPE;
-      return false;
-    }
-    if (parked_ != nullptr) {
-      if (!hand_to_receiver(s.value_)) s.error_ = ESHUTDOWN;
-      return false;
-    }
-    if (occupied() < capacity_) {
-      enqueue(s.value_);
-      return false;
-    }
+    if (offer(s.value_, s.error_)) return false;
     s.state_ = send_awaiter::state::queued;
     s.run = [](detail::remote_node* n) noexcept { static_cast<send_awaiter*>(n)->handle_.resume(); };
     s.discard = [](detail::remote_node*) noexcept {};  // the shutting-down executor frees the frame itself
