@@ -46,7 +46,7 @@ struct cq_view {
   const unsigned* ktail = nullptr;
   const unsigned* kflags = nullptr;
   unsigned mask = 0;
-  unsigned more_flags = 0;  // kflags bits that mean "the kernel holds completions the ring does not show"
+  unsigned more_flags = 0;     // kflags bits that mean "the kernel holds completions the ring does not show"
   unsigned overflow_flag = 0;  // the kflags bit that means "the CQ overflowed" (executor_stats::cq_overflows)
   const std::deque<completion>* backlog = nullptr;
 
@@ -97,7 +97,8 @@ class backend {
   // (docs/messaging.md, channels).
   virtual void flush_if_alone() = 0;
   // Asks the backend to cancel a submitted operation: it completes soon, with -ECANCELED if it was still
-  // waiting. The cancel request is the backend's own (user_data kOwnRequest): its answer never aliases the target.
+  // waiting. The cancel request is the backend's own (user_data kOwnRequest): its answer never aliases the
+  // target.
   virtual void cancel(operation& target) = 0;
   // Moves up to `max` completions into `out`, releasing their queue slots before anything is completed.
   virtual std::size_t reap(completion* out, std::size_t max) = 0;
@@ -165,10 +166,12 @@ inline bool write_raw_message(op_queue& q, int target_fd, std::int32_t value, st
                               std::uint32_t cqe_flags, std::uint64_t failed) noexcept {
   std::uint64_t* const w = q.claim_sqe(std::min(kMessagesPerEnter, q.sq_entries));
   if (w == nullptr) return false;
-  w[0] = kOpMsgRing | std::uint64_t{kSqeCqeSkipSuccess} << 8 | std::uint64_t{static_cast<std::uint32_t>(target_fd)} << 32;
+  w[0] = kOpMsgRing | std::uint64_t{kSqeCqeSkipSuccess} << 8 |
+         std::uint64_t{static_cast<std::uint32_t>(target_fd)} << 32;
   w[1] = data;  // off: the target CQE's user_data
   w[2] = 0;     // addr: IORING_MSG_DATA
-  w[3] = static_cast<std::uint32_t>(value) | std::uint64_t{kMsgRingFlagsPass} << 32;  // len = res; msg_ring_flags
+  w[3] = static_cast<std::uint32_t>(value) | std::uint64_t{kMsgRingFlagsPass}
+                                                 << 32;  // len = res; msg_ring_flags
   w[4] = failed;
   w[5] = std::uint64_t{cqe_flags} << 32;  // file_index: the target CQE's flags
   w[6] = w[7] = 0;
@@ -190,8 +193,7 @@ std::unique_ptr<backend> make_native_backend(const executor_options& opts, execu
 // What a restricted ring lets through besides the executor's allowlist, as op kinds: the executor's own
 // wake-up read (IORING_OP_READ) and cancellation (IORING_OP_ASYNC_CANCEL, which cancel_fd also becomes).
 // The executor still refuses user operations of these kinds unless the list names them.
-inline constexpr std::uint32_t kExecutorOwnOps =
-    (1u << static_cast<unsigned>(op_code::read)) | (1u << static_cast<unsigned>(op_code::cancel_fd));
+inline constexpr op_set kExecutorOwnOps = op_set{}.add(op_code::read).add(op_code::cancel_fd);
 
 // The in-process emulation of the same contract (epoll and non-blocking syscalls); it refuses operations
 // outside opts.allowed_ops (plus kExecutorOwnOps) with -EACCES, as the kernel's restrictions would.

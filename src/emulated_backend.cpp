@@ -4,11 +4,11 @@
 // Operations are attempted at submission with non-blocking syscalls (RWF_NOWAIT, MSG_DONTWAIT, so the
 // caller's fd flags are not touched; only accept and connect, which have no such per-call flag, switch a
 // blocking socket to non-blocking for the duration of the call). A multishot accept accepts everything
-// waiting, posting each connection flagged kCqeMore, and waits on. One that would block waits for readiness in epoll and is retried when its fd
-// is ready. Regular files cannot be waited for with epoll (EPERM), so their I/O completes synchronously
-// at submission, as io-wq would complete it later — the documented difference (docs/emulation.md).
-// Deadlines (timeouts, linked timeouts) sit in a heap and bound the epoll wait. Completions are queued in
-// the order they happen and reaped like CQEs.
+// waiting, posting each connection flagged kCqeMore, and waits on. One that would block waits for readiness
+// in epoll and is retried when its fd is ready. Regular files cannot be waited for with epoll (EPERM), so
+// their I/O completes synchronously at submission, as io-wq would complete it later — the documented
+// difference (docs/emulation.md). Deadlines (timeouts, linked timeouts) sit in a heap and bound the epoll
+// wait. Completions are queued in the order they happen and reaped like CQEs.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -22,11 +22,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <string_view>
 #include <deque>
 #include <functional>
 #include <queue>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <unordered_map>
 #include <unordered_set>
@@ -34,129 +34,18 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "ops/op_table.hpp"
+#include "ops/syscall.hpp"
 #include "uring/error.hpp"
 
 namespace uring::detail {
 
 namespace {
 
-// A read or write as io_uring would do it. With RWF_NOWAIT (`flags`) it never blocks: -EAGAIN then
-// means "wait for readiness". Without, it is for fds epoll cannot watch (regular files), which complete
-// synchronously, and for files whose driver does not know RWF_NOWAIT.
-int do_rw(const io_request& r, int flags) {
-  iovec iov{r.addr, r.len};
-  auto off = static_cast<off_t>(r.offset == ~std::uint64_t{0} ? -1 : static_cast<off_t>(r.offset));
-  for (;;) {
-    ssize_t n = r.code == op_code::read ? ::preadv2(r.fd, &iov, 1, off, flags) : ::pwritev2(r.fd, &iov, 1, off, flags);
-    if (n >= 0) return static_cast<int>(n);
-    if (errno == EINTR) continue;
-    // io_uring ignores the offset of a stream (pipe, socket); the syscall refuses it.
-    if (errno == ESPIPE && off != -1) {
-      off = -1;
-      continue;
-    }
-    return -errno;
-  }
-}
-int blocking_rw(const io_request& r) { return do_rw(r, 0); }
-
-// Runs `f` (a syscall returning -1 and errno on failure) with `fd` non-blocking, and gives its result as
-// io_uring would: the value, or -errno. accept(2) and connect(2) have no per-call MSG_DONTWAIT, so a
-// blocking socket (the library's own are blocking, as io_uring prefers) is switched for the call only.
-template <class F>
-int nonblocking(int fd, F f) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0) return -errno;
-  const bool toggle = (flags & O_NONBLOCK) == 0;
-  if (toggle && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return -errno;
-  int rc;
-  do {
-    rc = f();
-  } while (rc < 0 && errno == EINTR);
-  const int err = errno;
-  if (toggle) ::fcntl(fd, F_SETFL, flags);
-  return rc < 0 ? -err : rc;
-}
-
-template <class F>
-int retry_eintr(F f) {
-  long rc;
-  do {
-    rc = f();
-  } while (rc < 0 && errno == EINTR);
-  return rc < 0 ? -errno : static_cast<int>(rc);
-}
-
-// recv or send with MSG_WAITALL, as io_uring does it: on until the whole buffer is done, the stream
-// ends or an error comes; with bytes done, their count is the result then. Progress lives in the request
-// (addr and len advance; offset, unused by recv and send, counts the bytes done), so that the operation
-// can wait in epoll between tries. `once` is one non-blocking try on r's current addr and len.
-template <class F>
-int transfer_all(io_request& r, F once) {
-  for (;;) {
-    const int n = retry_eintr(once);
-    if (n > 0 && n < static_cast<int>(r.len)) {
-      r.addr = static_cast<char*>(r.addr) + n;
-      r.len -= static_cast<std::uint32_t>(n);
-      r.offset += static_cast<std::uint64_t>(n);
-      continue;
-    }
-    if (n == -EAGAIN || (n < 0 && r.offset == 0)) return n;
-    return static_cast<int>(r.offset) + std::max(n, 0);
-  }
-}
-
-// One non-blocking attempt at an operation that waits for readiness: -EAGAIN means "wait in epoll".
+// One non-blocking try at an operation that waits for readiness: -EAGAIN means "wait in epoll".
 int attempt(io_request& r) {
-  switch (r.code) {
-    case op_code::read:
-    case op_code::write:
-      return do_rw(r, RWF_NOWAIT);
-    case op_code::recv:
-    case op_code::send:
-    case op_code::send_zc: {  // a copy: the buffer is free again as soon as this returns
-      const int flags = static_cast<int>(r.op_flags) | MSG_DONTWAIT;
-      auto once = [&] {
-        return r.code == op_code::recv ? ::recv(r.fd, r.addr, r.len, flags) : ::send(r.fd, r.addr, r.len, flags);
-      };
-      return (r.op_flags & MSG_WAITALL) != 0 ? transfer_all(r, once) : retry_eintr(once);
-    }
-    case op_code::recvmsg:
-      return retry_eintr(
-          [&] { return ::recvmsg(r.fd, static_cast<msghdr*>(r.addr), static_cast<int>(r.op_flags) | MSG_DONTWAIT); });
-    case op_code::sendmsg:
-      return retry_eintr([&] {
-        return ::sendmsg(r.fd, static_cast<const msghdr*>(r.addr), static_cast<int>(r.op_flags) | MSG_DONTWAIT);
-      });
-    case op_code::accept:
-    case op_code::accept_multishot:
-    case op_code::accept_direct:  // op_flags: SOCK_CLOEXEC, as the table's dups have
-    case op_code::accept_multishot_direct:
-      return nonblocking(r.fd, [&] {
-        return ::accept4(r.fd, static_cast<sockaddr*>(r.addr), reinterpret_cast<socklen_t*>(r.aux),
-                         static_cast<int>(r.op_flags));
-      });
-    case op_code::splice: {
-      // Non-blocking on both ends: SPLICE_F_NONBLOCK covers the pipe; a socket output is switched for the
-      // call (splice has no per-call flag for it), as accept and connect are.
-      loff_t off = static_cast<loff_t>(r.offset);
-      loff_t* off_in = r.offset == kCurrentPosition ? nullptr : &off;
-      return nonblocking(r.fd, [&] {
-        return static_cast<int>(::splice(static_cast<int>(r.aux), off_in, r.fd, nullptr, r.len,
-                                         r.op_flags | SPLICE_F_NONBLOCK));
-      });
-    }
-    case op_code::connect: {
-      // The first call starts the handshake; a later one (once epoll says writable) reports how it went:
-      // EISCONN when it succeeded, the socket's error when it failed, EALREADY while it is still going.
-      int rc = nonblocking(r.fd, [&] { return ::connect(r.fd, static_cast<const sockaddr*>(r.addr), r.len); });
-      if (rc == -EINPROGRESS || rc == -EALREADY) return -EAGAIN;
-      if (rc == -EISCONN) return 0;
-      return rc;
-    }
-    default:
-      return -EINVAL;
-  }
+  emu_try t;
+  return op_info(r.code).emulated(r, t);
 }
 
 std::int64_t now_ns() {
@@ -167,60 +56,15 @@ std::int64_t now_ns() {
 
 std::int64_t to_ns(const timespec64& t) { return t.tv_sec * 1'000'000'000LL + t.tv_nsec; }
 
-// The synchronous operations: what io-wq would do in a worker, done at submission. `in_worker` says
-// whether the kernel would have run it in a worker (not inline), which is what an async-only eventfd
-// signals for.
-int run_sync(const io_request& r, bool& in_worker) {
-  in_worker = r.code != op_code::close && r.code != op_code::shutdown;  // both done inline natively
-  long rc = -1;
-  switch (r.code) {
-    case op_code::openat: {
-      // io_uring first tries an open inline with O_NONBLOCK added (cleared again on the new file), unless
-      // O_CREAT, O_TRUNC or O_TMPFILE send it straight to io-wq; only an EAGAIN sends it there. So a FIFO
-      // opens at once for reading and fails with ENXIO for writing when nobody reads, where open(2)
-      // would wait for the other end. Do the same, rather than block the executor thread.
-      const auto path = static_cast<const char*>(r.addr);
-      const int flags = static_cast<int>(r.op_flags);
-      const bool inline_first = (flags & (O_CREAT | O_TRUNC | O_TMPFILE)) == 0;
-      rc = ::openat(r.fd, path, inline_first ? flags | O_NONBLOCK : flags, r.len);
-      in_worker = !inline_first;
-      if (rc < 0 && inline_first && errno == EAGAIN) {
-        rc = ::openat(r.fd, path, flags, r.len);
-        in_worker = true;
-      }
-      if (rc >= 0 && (flags & O_NONBLOCK) == 0) {
-        const int now = ::fcntl(static_cast<int>(rc), F_GETFL);
-        if (now >= 0 && (now & O_NONBLOCK) != 0) ::fcntl(static_cast<int>(rc), F_SETFL, now & ~O_NONBLOCK);
-      }
-      break;
-    }
-    case op_code::close:
-      rc = ::close(r.fd);
-      // close() releases the fd even when it reports EINTR; io_uring's close says 0 then too.
-      if (rc != 0 && errno == EINTR) rc = 0;
-      break;
-    case op_code::statx:
-      rc = ::statx(r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len,
-                   reinterpret_cast<struct statx*>(r.aux));
-      break;
-    case op_code::fsync:
-      rc = (r.op_flags & 1u) ? ::fdatasync(r.fd) : ::fsync(r.fd);
-      break;
-    case op_code::shutdown:
-      rc = ::shutdown(r.fd, static_cast<int>(r.len));
-      break;
-    default:
-      return -EINVAL;
-  }
-  return rc < 0 ? -errno : static_cast<int>(rc);
-}
-
 class emulated_backend final : public backend {
  public:
   emulated_backend(const executor_options& opts, executor_stats& stats)
-      : stats_(stats), refused_(opts.allowed_ops.refused_bits() & ~kExecutorOwnOps), direct_(opts.direct_files, -1) {
+      : stats_(stats),
+        refused_(opts.allowed_ops.refused().without(kExecutorOwnOps)),
+        direct_(opts.direct_files, -1) {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_fd_ < 0) throw std::system_error(errno, std::system_category(), "emulated backend: epoll_create1");
+    if (epoll_fd_ < 0)
+      throw std::system_error(errno, std::system_category(), "emulated backend: epoll_create1");
   }
   ~emulated_backend() override {
     for (int fd : direct_) {
@@ -238,7 +82,7 @@ class emulated_backend final : public backend {
       operation* next = op->next;
       if (completes_early(op->state)) [[unlikely]] {
         post(*op, early_result(op->state));
-      } else if ((refused_ >> static_cast<unsigned>(op->request.code)) & 1u) [[unlikely]] {
+      } else if (refused_.contains(op->request.code)) [[unlikely]] {
         // What the kernel does with an SQE its restrictions refuse: the operation fails, -EACCES. (The
         // executor refuses such operations before they get here; this keeps the contract the same.)
         op->state = op_state::submitted;
@@ -291,7 +135,9 @@ class emulated_backend final : public backend {
   void send_message(int, std::uint64_t, std::uint64_t) override {
     throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
   }
-  void make_sq_room() override { throw std::logic_error("emulated backend: there is no SQ to write in place"); }
+  void make_sq_room() override {
+    throw std::logic_error("emulated backend: there is no SQ to write in place");
+  }
   int ring_fd() const noexcept override { return -1; }
 
   // The eventfd slot, as the kernel keeps it: one fd, signalled once per turn that posted completions.
@@ -389,7 +235,8 @@ class emulated_backend final : public backend {
     std::int64_t deadline = timers_.empty() ? 0 : std::max<std::int64_t>(1, timers_.top().deadline_ns);
     if (deadline == armed_deadline_) return;
     itimerspec spec{};
-    spec.it_value = {static_cast<time_t>(deadline / 1'000'000'000), static_cast<long>(deadline % 1'000'000'000)};
+    spec.it_value = {static_cast<time_t>(deadline / 1'000'000'000),
+                     static_cast<long>(deadline % 1'000'000'000)};
     if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) == 0) armed_deadline_ = deadline;
   }
 
@@ -403,26 +250,35 @@ class emulated_backend final : public backend {
       op.request.fd = fd;
       op.request.direct = false;
     }
+    switch (op_info(r.code).emulated_as) {
+      case emulation::readable:
+      case emulation::writable:
+        start_rw(op);
+        return;
+      case emulation::multishot:
+        start_multishot(op);
+        return;
+      case emulation::synchronous: {
+        emu_try t{.may_block = true, .in_worker = true};
+        const int res = op_info(r.code).emulated(op.request, t);
+        post(op, res, 0, t.in_worker);
+        return;
+      }
+      case emulation::backend:
+        start_own(op);
+        return;
+      case emulation::none:  // the library takes another road here (the mailbox, its own pool)
+        break;
+    }
+    post(op, -EINVAL);
+  }
+
+  // The operations the emulation serves from its own state.
+  void start_own(operation& op) {
+    const io_request& r = op.request;
     switch (r.code) {
       case op_code::nop:
         post(op, 0);
-        return;
-      case op_code::read:
-      case op_code::write:
-      case op_code::recv:
-      case op_code::send:
-      case op_code::send_zc:
-      case op_code::recvmsg:
-      case op_code::sendmsg:
-      case op_code::accept:
-      case op_code::accept_direct:
-      case op_code::connect:
-      case op_code::splice:
-        start_rw(op);
-        return;
-      case op_code::accept_multishot:
-      case op_code::accept_multishot_direct:
-        start_multishot(op);
         return;
       case op_code::cancel_fd:
         post(op, cancel_fd(r.fd));
@@ -433,10 +289,6 @@ class emulated_backend final : public backend {
       case op_code::plain_fd:  // the slot's file was looked up above, as the kernel does
         post(op, retry_eintr([&] { return ::fcntl(r.fd, F_DUPFD_CLOEXEC, 0); }));
         return;
-      case op_code::send_direct:
-        break;  // no other ring to send to: send_direct takes the mailbox road here (-EINVAL below)
-      case op_code::recv_multishot:
-        break;  // no provided buffers here (register_buf_ring refuses): -EINVAL below
       case op_code::poll: {
         pollfd p{r.fd, static_cast<short>(r.op_flags), 0};
         if (::poll(&p, 1, 0) > 0) {
@@ -452,51 +304,33 @@ class emulated_backend final : public backend {
         timers_.push(timer{deadline, &op, park(op)});
         return;
       }
-      case op_code::openat:
-      case op_code::close:
-      case op_code::statx:
-      case op_code::fsync:
-      case op_code::shutdown: {
-        bool in_worker = false;
-        int res = run_sync(r, in_worker);
-        post(op, res, 0, in_worker);
-        return;
-      }
+      default:
+        post(op, -EINVAL);  // a row that says `backend` without a case here
     }
-    post(op, -EINVAL);
   }
 
   void start_rw(operation& op) {
     io_request& r = op.request;
+    const op_row& row = op_info(r.code);
     // Later operations on an fd queue behind earlier ones, as they would in the kernel.
     auto it = fds_.find(r.fd);
     bool behind = it != fds_.end() && !list_for(it->second, r.code).empty();
-    const bool rw = r.code == op_code::read || r.code == op_code::write;
     // A socket operation asked not to wait (MSG_DONTWAIT in its flags) tries once and fails with EAGAIN,
     // as io_uring's does (REQ_F_NOWAIT: no poll is armed for it, and it queues behind nothing).
-    const bool dontwait = !rw && r.code != op_code::accept && r.code != op_code::accept_direct &&
-                          r.code != op_code::connect && r.code != op_code::splice &&
-                          (r.op_flags & MSG_DONTWAIT) != 0;
-    int res = behind && !dontwait ? -EAGAIN : attempt(r);
+    const bool dontwait = row.msg_flags && (r.op_flags & MSG_DONTWAIT) != 0;
+    emu_try t;
+    int res = behind && !dontwait ? -EAGAIN : row.emulated(r, t);
     if (res == -EAGAIN && dontwait) {
       post(op, res);
       return;
     }
-    bool in_worker = false;  // the kernel would have punted it to io-wq
     if (res == -EAGAIN) {
       if (park_on_fd(op, list_for(fds_[r.fd], r.code))) return;
-      // epoll cannot watch this fd (a regular file): complete synchronously. Sockets it always watches.
-      if (!rw) {
-        post(op, -EBADF);
-        return;
-      }
-      res = blocking_rw(r);
-      in_worker = true;
-    } else if (res == -EOPNOTSUPP && rw) {
-      res = blocking_rw(r);
-      in_worker = true;
+      // epoll cannot watch this fd (a regular file): done blocking, as an io-wq worker would.
+      t = emu_try{.may_block = true};
+      res = row.emulated(r, t);
     }
-    post(op, res, 0, in_worker);
+    post(op, res, 0, t.in_worker);
   }
 
   // A multishot accept: every connection waiting now completes at once (flagged kCqeMore), then the
@@ -537,21 +371,11 @@ class emulated_backend final : public backend {
   }
 
   static std::deque<operation*>& list_for(fd_state& st, op_code code) {
-    switch (code) {
-      case op_code::read:
-      case op_code::recv:
-      case op_code::recvmsg:
-      case op_code::accept:
-      case op_code::accept_multishot:
-      case op_code::accept_direct:
-      case op_code::accept_multishot_direct:
+    switch (op_info(code).emulated_as) {
+      case emulation::readable:
+      case emulation::multishot:
         return st.readers;
-      case op_code::write:
-      case op_code::send:
-      case op_code::send_zc:
-      case op_code::sendmsg:
-      case op_code::connect:
-      case op_code::splice:  // waits for its output to take more
+      case emulation::writable:
         return st.writers;
       default:
         return st.pollers;
@@ -692,7 +516,8 @@ class emulated_backend final : public backend {
     if (block) ++stats_.waits;
     int n = ::epoll_pwait2(epoll_fd_, events, 64, timeout_ptr, nullptr);
     if (n < 0) {
-      if (errno != EINTR) throw std::system_error(errno, std::system_category(), "emulated backend: epoll_pwait2");
+      if (errno != EINTR)
+        throw std::system_error(errno, std::system_category(), "emulated backend: epoll_pwait2");
       n = 0;  // a signal: the loop turns and comes back
     }
     for (int i = 0; i < n; ++i) {
@@ -716,7 +541,7 @@ class emulated_backend final : public backend {
   void retry(std::deque<operation*>& list) {
     while (!list.empty()) {
       operation& op = *list.front();
-      if (op.request.code == op_code::accept_multishot || op.request.code == op_code::accept_multishot_direct) {
+      if (op_info(op.request.code).emulated_as == emulation::multishot) {
         if (!accept_all(op)) return;  // it waits on, at the head of the list
         list.pop_front();
         waiting_.erase(&op);
@@ -773,12 +598,12 @@ class emulated_backend final : public backend {
   }
 
   executor_stats& stats_;
-  const std::uint32_t refused_;  // the allowlist as a restricted ring's kernel enforces it
+  const op_set refused_;  // the allowlist as a restricted ring's kernel enforces it
   int epoll_fd_ = -1;
   std::deque<completion> done_;
   std::unordered_map<int, fd_state> fds_;
   std::unordered_map<operation*, std::uint64_t> waiting_;  // parked operations and their wait ids
-  std::vector<int> direct_;         // the table of direct descriptors: a dup per slot, -1 when empty
+  std::vector<int> direct_;          // the table of direct descriptors: a dup per slot, -1 when empty
   std::unordered_set<int> closing_;  // dups of emptied slots that operations still wait on
   std::uint64_t last_wait_id_ = 0;
   std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
@@ -791,7 +616,7 @@ class emulated_backend final : public backend {
   // Driven by a foreign loop: the executor's eventfd and a timerfd sit in our epoll set.
   int notify_fd_ = -1;
   int timer_fd_ = -1;
-  unsigned polls_ = 0;  // poll_completions calls, to look for events on every 32nd
+  unsigned polls_ = 0;               // poll_completions calls, to look for events on every 32nd
   std::int64_t armed_deadline_ = 0;  // what timer_fd_ is set to (0: disarmed)
 };
 

@@ -7,9 +7,9 @@
 
 #include <atomic>
 #include <cerrno>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -82,13 +82,15 @@ struct executor::impl {
     if (wake_armed) return;
     wake_read.complete = &on_wake;
     wake_read.owner = this;
-    wake_read.request = {.code = detail::op_code::read, .fd = wake_fd, .len = sizeof wake_value, .addr = &wake_value};
+    wake_read.request = {
+        .code = detail::op_code::read, .fd = wake_fd, .len = sizeof wake_value, .addr = &wake_value};
     queue.push(wake_read);
     wake_armed = true;
   }
 
   static void on_wake(detail::operation* op) noexcept {
-    static_cast<wake_op*>(op)->owner->wake_armed = false;  // re-armed the next time the loop is about to sleep
+    static_cast<wake_op*>(op)->owner->wake_armed =
+        false;  // re-armed the next time the loop is about to sleep
   }
 
   void run_remote() noexcept {
@@ -122,7 +124,8 @@ struct executor::impl {
       hub->on_failed(static_cast<std::uint32_t>(c.user_data >> 3));
     } else if (c.res < 0 && node->target != nullptr) {
       // Our MSG_RING failed (the target's ring refused it): never lose it, take the mailbox road.
-      if (!detail::executor_access::try_post(*node->target, *node) && node->discard != nullptr) node->discard(node);
+      if (!detail::executor_access::try_post(*node->target, *node) && node->discard != nullptr)
+        node->discard(node);
     }
   }
 
@@ -193,7 +196,8 @@ struct executor::impl {
   int doorbell_fd = -1;
 
   void wake() noexcept {
-    if (doorbell_fd < 0 || detail::send_msg_ring_from_anywhere(doorbell_fd, detail::kDoorbellTag) != 0) signal(wake_fd);
+    if (doorbell_fd < 0 || detail::send_msg_ring_from_anywhere(doorbell_fd, detail::kDoorbellTag) != 0)
+      signal(wake_fd);
     if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);  // a foreign loop may drive us
   }
 
@@ -268,7 +272,8 @@ struct executor::impl {
   // raw message's user_data is the user's 64 bits, not an address: prefetching it cost the receiver a
   // page walk per message (~44% of its reap loop in the stream bench), so it is skipped.
   static void prefetch_target(const detail::completion& c) noexcept {
-    if (!(c.flags & detail::kRawMessageFlag)) __builtin_prefetch(reinterpret_cast<const void*>(c.user_data & ~detail::kTagMask));
+    if (!(c.flags & detail::kRawMessageFlag))
+      __builtin_prefetch(reinterpret_cast<const void*>(c.user_data & ~detail::kTagMask));
   }
 
   // During shutdown every completion takes dispatch_special, decided once per batch: nothing a completion
@@ -277,7 +282,8 @@ struct executor::impl {
   [[gnu::always_inline]] void dispatch_batch(const detail::completion* batch, unsigned n) {
     stats.cqes += n;
     detail::op_queue& q = queue;
-    if (q.closed) [[unlikely]] return dispatch_closed(batch, n);
+    if (q.closed) [[unlikely]]
+      return dispatch_closed(batch, n);
     for (unsigned i = 0; i < n; ++i) dispatch(q, batch[i]);
   }
   [[gnu::noinline]] void dispatch_closed(const detail::completion* batch, unsigned n) {
@@ -407,38 +413,6 @@ struct executor::impl {
   }
 };
 
-const char* to_string(op_kind k) noexcept {
-  switch (k) {
-    case op_kind::nop: return "nop";
-    case op_kind::read: return "read";
-    case op_kind::write: return "write";
-    case op_kind::timeout: return "timeout";
-    case op_kind::poll: return "poll";
-    case op_kind::openat: return "openat";
-    case op_kind::close: return "close";
-    case op_kind::statx: return "statx";
-    case op_kind::fsync: return "fsync";
-    case op_kind::accept: return "accept";
-    case op_kind::accept_multishot: return "accept_multishot";
-    case op_kind::connect: return "connect";
-    case op_kind::recv: return "recv";
-    case op_kind::send: return "send";
-    case op_kind::recvmsg: return "recvmsg";
-    case op_kind::sendmsg: return "sendmsg";
-    case op_kind::shutdown: return "shutdown";
-    case op_kind::cancel_fd: return "cancel_fd";
-    case op_kind::recv_multishot: return "recv_multishot";
-    case op_kind::send_zc: return "send_zc";
-    case op_kind::splice: return "splice";
-    case op_kind::install_direct: return "install_direct";
-    case op_kind::plain_fd: return "plain_fd";
-    case op_kind::send_direct: return "send_direct";
-    case op_kind::accept_direct: return "accept_direct";
-    case op_kind::accept_multishot_direct: return "accept_multishot_direct";
-  }
-  return "?";
-}
-
 executor::executor() : executor(options{}) {}
 
 executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) {
@@ -447,7 +421,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   if (impl_->wake_fd < 0) throw std::system_error(errno, std::system_category(), "executor: eventfd");
   const plan_overrides overrides = plan_overrides::from_environment();
   impl_->plan = make_plan(probed_kernel(), opts, overrides);
-  queue_.refused = opts.allowed_ops.refused_bits();
+  queue_.refused = opts.allowed_ops.refused();
   impl_->busy_poll = opts.busy_poll;
   impl_->direct_files = opts.direct_files;
   if (impl_->plan.backend == backend_kind::native) {
@@ -461,7 +435,8 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
       executor_plan emulated;
       emulated.backend = backend_kind::emulated;
       emulated.notes = std::move(impl_->plan.notes);
-      emulated.notes.push_back(std::string("backend: emulated, because the ring could not be set up: ") + e.what());
+      emulated.notes.push_back(std::string("backend: emulated, because the ring could not be set up: ") +
+                               e.what());
       impl_->plan = std::move(emulated);
     }
   }
@@ -516,8 +491,10 @@ void executor::run() { run_until_done(nullptr); }
 std::size_t executor::poll() {
   impl& im = *impl_;
   im.check_owner("executor::poll");
-  if (im.running || detail::t_running != nullptr) throw std::logic_error("executor::poll: the loop is already running");
-  if (!im.backend) throw std::logic_error("executor::poll: the executor's ring failed earlier and was closed");
+  if (im.running || detail::t_running != nullptr)
+    throw std::logic_error("executor::poll: the loop is already running");
+  if (!im.backend)
+    throw std::logic_error("executor::poll: the executor's ring failed earlier and was closed");
   detail::t_running = this;
   struct reset {
     ~reset() { detail::t_running = nullptr; }
@@ -543,11 +520,12 @@ std::size_t executor::poll() {
     im.shutdown();
     std::rethrow_exception(std::exchange(im.failure, nullptr));
   }
-  // Work left for the next turn keeps the fd readable: coroutines made ready, posts. With DEFER_TASKRUN the kernel signals only when its deferred list goes
-  // from empty to non-empty (and may leave part of a long list for a later enter), so after reaping
-  // anything look once more rather than strand the rest.
-  if (notify >= 0 && (!im.ready.empty() || !im.remote.empty() ||
-                      (im.stats.cqes != reaped && any(im.backend->active_flags() & ring_flags::defer_taskrun)))) {
+  // Work left for the next turn keeps the fd readable: coroutines made ready, posts. With DEFER_TASKRUN the
+  // kernel signals only when its deferred list goes from empty to non-empty (and may leave part of a long
+  // list for a later enter), so after reaping anything look once more rather than strand the rest.
+  if (notify >= 0 &&
+      (!im.ready.empty() || !im.remote.empty() ||
+       (im.stats.cqes != reaped && any(im.backend->active_flags() & ring_flags::defer_taskrun)))) {
     impl::signal(notify);
   }
   return im.stats.cqes + im.resumed - before;
@@ -557,7 +535,8 @@ int executor::notify_fd() {
   impl& im = *impl_;
   im.check_owner("executor::notify_fd");
   if (im.foreign_fd >= 0) return im.foreign_fd;
-  if (!im.backend) throw std::logic_error("executor::notify_fd: the executor's ring failed earlier and was closed");
+  if (!im.backend)
+    throw std::logic_error("executor::notify_fd: the executor's ring failed earlier and was closed");
   if (im.eventfd_id != 0) im.slot_busy("executor::notify_fd");
   int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "executor::notify_fd: eventfd");
@@ -584,7 +563,9 @@ std::size_t executor::operations_in_flight() const noexcept {
 
 const executor_plan& executor::plan() const noexcept { return impl_->plan; }
 
-bool executor::registered_ring() const noexcept { return impl_->backend && impl_->backend->registered_ring(); }
+bool executor::registered_ring() const noexcept {
+  return impl_->backend && impl_->backend->registered_ring();
+}
 
 ring_flags executor::active_flags() const noexcept {
   return impl_->backend ? impl_->backend->active_flags() : ring_flags::none;
@@ -598,7 +579,8 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
   impl& im = *impl_;
   im.check_owner("executor::run");
   if (im.running) throw std::logic_error("executor::run: not re-entrant");
-  if (detail::t_running != nullptr) throw std::logic_error("executor::run: another executor is running on this thread");
+  if (detail::t_running != nullptr)
+    throw std::logic_error("executor::run: another executor is running on this thread");
   if (!im.backend) throw std::logic_error("executor::run: the executor's ring failed earlier and was closed");
 
   struct running_scope {
@@ -672,7 +654,7 @@ void executor_access::no_executor(const char* what) {
 
 void executor_access::throw_op_error(int err, const char* name, op_code code) {
   executor* ex = running_executor();
-  if (err == EACCES && ex != nullptr && ((ex->queue_.refused >> static_cast<unsigned>(code)) & 1u)) {
+  if (err == EACCES && ex != nullptr && ex->queue_.refused.contains(code)) {
     std::string what = name;
     what += what == to_string(code) ? ": not" : std::string(": op_kind::") + to_string(code) + " is not";
     what += " in this executor's op allowlist (executor_options::allowed_ops)";
@@ -682,7 +664,8 @@ void executor_access::throw_op_error(int err, const char* name, op_code code) {
 }
 
 void executor_access::refuse_while_closed() {
-  throw std::logic_error("uring: an operation was started while its executor shuts down (or after its ring failed)");
+  throw std::logic_error(
+      "uring: an operation was started while its executor shuts down (or after its ring failed)");
 }
 
 void executor_access::schedule(executor& ex, std::coroutine_handle<> h) { ex.impl_->ready.push_back(h); }
@@ -741,8 +724,8 @@ bool executor_access::try_post(executor& ex, remote_node& node) noexcept {
 
 int executor_access::ring_route(executor* from, executor& to, remote_node& node) noexcept {
   auto& dest = *to.impl_;
-  if (from == nullptr || from == &to || !from->impl_->msg_ring_ok || !dest.msg_ring_ok || !from->impl_->backend ||
-      from->impl_->queue.closed) {
+  if (from == nullptr || from == &to || !from->impl_->msg_ring_ok || !dest.msg_ring_ok ||
+      !from->impl_->backend || from->impl_->queue.closed) {
     return -1;
   }
   {
@@ -776,7 +759,9 @@ void executor_access::flush_send() noexcept {
   if (ex != nullptr && ex->impl_->backend) ex->impl_->backend->flush_if_alone();
 }
 
-bool executor_access::asleep(const executor& ex) noexcept { return ex.impl_->sleeping.load(std::memory_order_relaxed); }
+bool executor_access::asleep(const executor& ex) noexcept {
+  return ex.impl_->sleeping.load(std::memory_order_relaxed);
+}
 
 unsigned executor_access::direct_files(const executor& ex) noexcept { return ex.impl_->direct_files; }
 
@@ -800,9 +785,7 @@ std::uint64_t executor_access::eventfd_register(executor& ex, int fd, eventfd_op
   if (!im.backend) throw std::logic_error(what() + ": the executor's ring failed earlier and was closed");
   if (im.eventfd_id != 0) im.slot_busy(what().c_str());
   if (int r = im.backend->register_eventfd(fd, opts.async_only); r < 0) {
-    const char* why = r == -EBADF  ? ": not an open file descriptor"
-                      : r == -EINVAL ? ": not an eventfd"
-                                     : "";
+    const char* why = r == -EBADF ? ": not an open file descriptor" : r == -EINVAL ? ": not an eventfd" : "";
     throw std::system_error(-r, std::system_category(), what() + why);
   }
   im.eventfd_id = ++im.last_eventfd_id;
@@ -826,7 +809,8 @@ void executor_access::eventfd_enable(executor& ex, std::uint64_t id, bool on) {
     throw std::system_error(ENXIO, std::system_category(), "eventfd_registration::enable: not registered");
   }
   if (int r = im.backend->enable_eventfd(on); r < 0) {
-    throw std::system_error(-r, std::system_category(), "eventfd_registration::enable (io_uring_cq_eventfd_toggle)");
+    throw std::system_error(-r, std::system_category(),
+                            "eventfd_registration::enable (io_uring_cq_eventfd_toggle)");
   }
 }
 
@@ -836,7 +820,8 @@ detail::message_hub& executor_access::hub(executor& ex) noexcept { return *ex.im
 // send is one call (uring::send's await_ready), not four.
 int try_send_message(executor& target, const message& m) noexcept {
   executor* from = t_running;
-  if (from == nullptr) [[unlikely]] return EPERM;
+  if (from == nullptr) [[unlikely]]
+    return EPERM;
   return executor_access::hub(*from).try_send(target, m);
 }
 

@@ -25,6 +25,7 @@
 
 #include "backend.hpp"
 #include "liburing_compat.hpp"
+#include "ops/op_table.hpp"
 #include "setup_error.hpp"
 #include "uring/error.hpp"
 
@@ -59,40 +60,6 @@ ring_flags drop_newest(ring_flags f) {
   return f;
 }
 
-// The kernel opcode each of our operations becomes: what prepare() and fill_rw() below build, for the
-// ring's restrictions. A new op_code without a case here is a compiler warning (-Wswitch).
-std::uint8_t kernel_opcode(op_code c) {
-  switch (c) {
-    case op_code::nop: return IORING_OP_NOP;
-    case op_code::read: return IORING_OP_READ;
-    case op_code::write: return IORING_OP_WRITE;
-    case op_code::timeout: return IORING_OP_TIMEOUT;
-    case op_code::poll: return IORING_OP_POLL_ADD;
-    case op_code::openat: return IORING_OP_OPENAT;
-    case op_code::close: return IORING_OP_CLOSE;
-    case op_code::statx: return IORING_OP_STATX;
-    case op_code::fsync: return IORING_OP_FSYNC;
-    case op_code::accept: return IORING_OP_ACCEPT;
-    case op_code::accept_multishot: return IORING_OP_ACCEPT;
-    case op_code::connect: return IORING_OP_CONNECT;
-    case op_code::recv: return IORING_OP_RECV;
-    case op_code::send: return IORING_OP_SEND;
-    case op_code::recvmsg: return IORING_OP_RECVMSG;
-    case op_code::sendmsg: return IORING_OP_SENDMSG;
-    case op_code::shutdown: return IORING_OP_SHUTDOWN;
-    case op_code::cancel_fd: return IORING_OP_ASYNC_CANCEL;
-    case op_code::recv_multishot: return IORING_OP_RECV;
-    case op_code::send_zc: return IORING_OP_SEND_ZC;
-    case op_code::splice: return IORING_OP_SPLICE;
-    case op_code::install_direct: return IORING_OP_FILES_UPDATE;
-    case op_code::plain_fd: return kOpFixedFdInstall;
-    case op_code::send_direct: return IORING_OP_MSG_RING;
-    case op_code::accept_direct: return IORING_OP_ACCEPT;
-    case op_code::accept_multishot_direct: return IORING_OP_ACCEPT;
-  }
-  return IORING_OP_NOP;
-}
-
 // op_queue::start_inline writes SQEs through sqe_image, and the executor reads CQEs through
 // completion: both must be the kernel's layout.
 static_assert(sizeof(sqe_image) == sizeof(io_uring_sqe));
@@ -108,7 +75,8 @@ static_assert(IORING_OP_NOP == 0 && IORING_OP_READ == 22 && IORING_OP_WRITE == 2
 static_assert(IORING_OP_MSG_RING == kOpMsgRing && IOSQE_CQE_SKIP_SUCCESS == kSqeCqeSkipSuccess &&
               IORING_MSG_DATA == 0 && offsetof(io_uring_sqe, msg_ring_flags) == 28 &&
               offsetof(io_uring_sqe, file_index) == 44 && offsetof(io_uring_sqe, addr3) == 48);
-static_assert(sizeof(completion) == sizeof(io_uring_cqe) && offsetof(completion, res) == offsetof(io_uring_cqe, res) &&
+static_assert(sizeof(completion) == sizeof(io_uring_cqe) &&
+              offsetof(completion, res) == offsetof(io_uring_cqe, res) &&
               offsetof(completion, flags) == offsetof(io_uring_cqe, flags));
 
 class native_backend final : public backend {
@@ -138,8 +106,9 @@ class native_backend final : public backend {
     defer_taskrun_ = any(want & ring_flags::defer_taskrun);
     if (!(features_ & IORING_FEAT_NODROP)) {
       io_uring_queue_exit(&ring_);
-      throw std::system_error(ENOTSUP, std::system_category(),
-                              "io_uring: the kernel lacks IORING_FEAT_NODROP (5.5+), so completions could be lost");
+      throw std::system_error(
+          ENOTSUP, std::system_category(),
+          "io_uring: the kernel lacks IORING_FEAT_NODROP (5.5+), so completions could be lost");
     }
     // A forked child must not share the SQ/CQ mappings: the kernel would let two processes issue on one
     // ring, and the child's copy-on-write pages would shadow the parent's. Excluded from fork, they are
@@ -154,16 +123,18 @@ class native_backend final : public backend {
       if (!registered_) {
         ++stats_.registered_ring_fallbacks;
         plan.register_ring_fd = false;
-        plan.notes.push_back("registered ring fd: " +
-                             explain_call_error("io_uring_register(IORING_REGISTER_RING_FDS)", r < 0 ? -r : EIO) +
-                             "; the plain ring fd instead");
+        plan.notes.push_back(
+            "registered ring fd: " +
+            explain_call_error("io_uring_register(IORING_REGISTER_RING_FDS)", r < 0 ? -r : EIO) +
+            "; the plain ring fd instead");
       }
     }
     if (opts.direct_files > 0) {
       // The table of direct descriptors, empty (sparse). Before restricting, as the ring fd.
       if (int r = io_uring_register_files_sparse(&ring_, opts.direct_files); r < 0) {
         io_uring_queue_exit(&ring_);
-        const std::string call = "io_uring_register(IORING_REGISTER_FILES2, " + std::to_string(opts.direct_files) +
+        const std::string call = "io_uring_register(IORING_REGISTER_FILES2, " +
+                                 std::to_string(opts.direct_files) +
                                  " empty slots) for executor_options::direct_files";
         throw std::system_error(-r, std::system_category(), explain_call_error(call.c_str(), -r));
       }
@@ -197,8 +168,8 @@ class native_backend final : public backend {
       if (!ops.test(op)) add(IORING_RESTRICTION_SQE_OP, op);
       ops.set(op);
     };
-    for (std::size_t k = 0; k < kOpCodeCount; ++k) {
-      if (allowed.allows(op_code(k))) allow_op(kernel_opcode(op_code(k)));
+    for (const op_row& row : kOpTable) {
+      if (allowed.allows(row.code)) allow_op(row.kernel_opcode);
     }
     // The executor's own (kExecutorOwnOps, and linked timeouts): its wake-up read of its eventfd,
     // cancellation (also the shutdown that drains every operation before frames are freed) and
@@ -211,8 +182,8 @@ class native_backend final : public backend {
     // unregistration at exit (or the thread's slot would keep the ring alive), provided buffer rings, and
     // emptying a direct slot nobody took (empty_slot: a dropped accept_all_direct stream's).
     for (std::uint8_t op : {IORING_REGISTER_EVENTFD, IORING_REGISTER_EVENTFD_ASYNC, IORING_UNREGISTER_EVENTFD,
-                            IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING, IORING_UNREGISTER_PBUF_RING,
-                            IORING_REGISTER_FILES_UPDATE}) {
+                            IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING,
+                            IORING_UNREGISTER_PBUF_RING, IORING_REGISTER_FILES_UPDATE}) {
       add(IORING_RESTRICTION_REGISTER_OP, op);
     }
     // Without this every SQE carrying a flag is refused: links (with_timeout), skipped success CQEs (cancel,
@@ -220,8 +191,9 @@ class native_backend final : public backend {
     add(IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
         IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT | IOSQE_ASYNC);
     if (register_raw(IORING_REGISTER_RESTRICTIONS, list.data(), static_cast<unsigned>(list.size())) != 0) {
-      fail_setup(errno, "io_uring_register(IORING_REGISTER_RESTRICTIONS) for the executor's op allowlist "
-                        "(ring restrictions need kernel 5.10+)");
+      fail_setup(errno,
+                 "io_uring_register(IORING_REGISTER_RESTRICTIONS) for the executor's op allowlist "
+                 "(ring restrictions need kernel 5.10+)");
     }
     if (register_raw(IORING_REGISTER_ENABLE_RINGS, nullptr, 0) != 0) {
       fail_setup(errno, "io_uring_register(IORING_REGISTER_ENABLE_RINGS) after restricting the ring");
@@ -274,7 +246,8 @@ class native_backend final : public backend {
           tail = ring_.sq.sqe_tail;
           free = sq_free(tail);
         }
-        fill_rw(&ring_.sq.sqes[tail & ring_.sq.ring_mask], r, *op);
+        op_queue::encode_simple(reinterpret_cast<std::uint64_t*>(&ring_.sq.sqes[tail & ring_.sq.ring_mask]),
+                                r, reinterpret_cast<std::uint64_t>(op));
         ++tail;
         --free;
       } else {
@@ -328,7 +301,8 @@ class native_backend final : public backend {
   int ring_fd() const noexcept override { return ring_.ring_fd; }
 
   bool poll_completions() override {
-    if (io_uring_cq_ready(&ring_) > 0 || (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_CQ_OVERFLOW)) return true;
+    if (io_uring_cq_ready(&ring_) > 0 || (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_CQ_OVERFLOW))
+      return true;
     // Task work runs only inside an enter: every completion of a DEFER_TASKRUN ring (MSG_RINGs included),
     // socket and pipe reads on a COOP_TASKRUN one. So one GETEVENTS enter per call on the first, one
     // every 32 calls on the second (the CQ itself is watched in between).
@@ -366,7 +340,9 @@ class native_backend final : public backend {
     reg.bgid = group;
     return io_uring_register_buf_ring(&ring_, &reg, 0);
   }
-  int unregister_buf_ring(std::uint16_t group) override { return io_uring_unregister_buf_ring(&ring_, group); }
+  int unregister_buf_ring(std::uint16_t group) override {
+    return io_uring_unregister_buf_ring(&ring_, group);
+  }
   int empty_slot(unsigned index) override {
     int none = -1;
     const int r = io_uring_register_files_update(&ring_, index, &none, 1);
@@ -378,136 +354,25 @@ class native_backend final : public backend {
   ring_flags dropped_flags() const noexcept override { return dropped_; }
 
  private:
-  // nop, read and write, the hot path: zero the SQE with wide stores and set six fields, instead of
-  // liburing's field-by-field prep helpers. The result is the SQE io_uring_prep_rw would build.
-  static void fill_rw(io_uring_sqe* sqe, const io_request& r, operation& op) noexcept {
-    static_assert(static_cast<int>(op_code::nop) == 0 && static_cast<int>(op_code::read) == 1 &&
-                  static_cast<int>(op_code::write) == 2);
-    static constexpr std::uint8_t kOpcode[] = {IORING_OP_NOP, IORING_OP_READ, IORING_OP_WRITE};
-    std::memset(sqe, 0, sizeof *sqe);
-    sqe->opcode = kOpcode[static_cast<int>(r.code)];
-    sqe->flags = r.direct ? IOSQE_FIXED_FILE : 0;
-    sqe->fd = r.fd;
-    sqe->off = r.offset;
-    sqe->addr = reinterpret_cast<std::uint64_t>(r.addr);
-    sqe->len = r.len;
-    sqe->user_data = reinterpret_cast<std::uint64_t>(&op);
-  }
-
   void prepare(operation& op) {
     const io_request& r = op.request;
     // A linked pair must not be split across two submits: the kernel would run the operation unlinked.
     if (r.link_timeout != nullptr && sq_free(ring_.sq.sqe_tail) < 2) flush_until_free(2);
     io_uring_sqe* sqe = next_sqe();
-    switch (r.code) {
-      case op_code::nop:
-        io_uring_prep_nop(sqe);
-        break;
-      case op_code::read:
-        io_uring_prep_read(sqe, r.fd, r.addr, r.len, r.offset);
-        break;
-      case op_code::write:
-        io_uring_prep_write(sqe, r.fd, r.addr, r.len, r.offset);
-        break;
-      case op_code::timeout:
-        io_uring_prep_timeout(sqe, kernel_ts(r.addr), 0, (r.op_flags & kTimeoutAbsolute) ? IORING_TIMEOUT_ABS : 0);
-        break;
-      case op_code::poll:
-        io_uring_prep_poll_add(sqe, r.fd, r.op_flags);
-        break;
-      case op_code::openat:
-        io_uring_prep_openat(sqe, r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len);
-        break;
-      case op_code::close:
-        if (r.direct) {
-          io_uring_prep_close_direct(sqe, static_cast<unsigned>(r.fd));
-        } else {
-          io_uring_prep_close(sqe, r.fd);
-        }
-        break;
-      case op_code::statx:
-        io_uring_prep_statx(sqe, r.fd, static_cast<const char*>(r.addr), static_cast<int>(r.op_flags), r.len,
-                            reinterpret_cast<struct statx*>(r.aux));
-        break;
-      case op_code::fsync:
-        io_uring_prep_fsync(sqe, r.fd, r.op_flags);
-        break;
-      case op_code::accept:
-        io_uring_prep_accept(sqe, r.fd, static_cast<sockaddr*>(r.addr), reinterpret_cast<socklen_t*>(r.aux),
-                             static_cast<int>(r.op_flags));
-        break;
-      case op_code::accept_multishot:
-        io_uring_prep_multishot_accept(sqe, r.fd, static_cast<sockaddr*>(r.addr),
-                                       reinterpret_cast<socklen_t*>(r.aux), static_cast<int>(r.op_flags));
-        break;
-      case op_code::connect:
-        io_uring_prep_connect(sqe, r.fd, static_cast<const sockaddr*>(r.addr), r.len);
-        break;
-      case op_code::recv:
-        io_uring_prep_recv(sqe, r.fd, r.addr, r.len, static_cast<int>(r.op_flags));
-        break;
-      case op_code::send:
-        io_uring_prep_send(sqe, r.fd, r.addr, r.len, static_cast<int>(r.op_flags));
-        break;
-      case op_code::recvmsg:
-        io_uring_prep_recvmsg(sqe, r.fd, static_cast<msghdr*>(r.addr), r.op_flags);
-        break;
-      case op_code::sendmsg:
-        io_uring_prep_sendmsg(sqe, r.fd, static_cast<const msghdr*>(r.addr), r.op_flags);
-        break;
-      case op_code::shutdown:
-        io_uring_prep_shutdown(sqe, r.fd, static_cast<int>(r.len));
-        break;
-      case op_code::cancel_fd:
-        io_uring_prep_cancel_fd(sqe, r.fd, IORING_ASYNC_CANCEL_ALL);
-        break;
-      case op_code::recv_multishot:
-        io_uring_prep_recv_multishot(sqe, r.fd, nullptr, 0, static_cast<int>(r.op_flags));
-        sqe->flags |= IOSQE_BUFFER_SELECT;
-        sqe->buf_group = static_cast<std::uint16_t>(r.len);
-        break;
-      case op_code::send_zc:
-        io_uring_prep_send_zc(sqe, r.fd, r.addr, r.len, static_cast<int>(r.op_flags), 0);
-        break;
-      case op_code::splice:
-        io_uring_prep_splice(sqe, static_cast<int>(r.aux), static_cast<std::int64_t>(r.offset), r.fd, -1, r.len,
-                             r.op_flags);
-        break;
-      case op_code::install_direct:
-        io_uring_prep_files_update(sqe, static_cast<int*>(r.addr), 1, static_cast<int>(IORING_FILE_INDEX_ALLOC));
-        break;
-      case op_code::plain_fd:
-        io_uring_prep_rw(kOpFixedFdInstall, sqe, r.fd, nullptr, 0, 0);  // flags 0: the new fd is O_CLOEXEC
-        break;
-      case op_code::send_direct:
-        // liburing 2.3 has no helper for it (io_uring_prep_msg_ring_fd came in 2.4): by hand.
-        io_uring_prep_rw(IORING_OP_MSG_RING, sqe, r.fd, reinterpret_cast<void*>(std::uintptr_t{IORING_MSG_SEND_FD}), 0,
-                         r.offset);
-        sqe->addr3 = r.aux;
-        sqe->file_index = IORING_FILE_INDEX_ALLOC;  // the target's kernel picks the slot
-        break;
-      case op_code::accept_direct:  // no SOCK_CLOEXEC: the kernel refuses it for a direct descriptor
-        io_uring_prep_accept_direct(sqe, r.fd, nullptr, nullptr, 0, IORING_FILE_INDEX_ALLOC - 1);
-        break;
-      case op_code::accept_multishot_direct:  // each connection into a free slot, as accept_direct
-        io_uring_prep_multishot_accept_direct(sqe, r.fd, nullptr, nullptr, 0);
-        break;
-    }
-    if (r.direct && r.code != op_code::close) sqe->flags |= IOSQE_FIXED_FILE;
+    const op_row& row = op_info(r.code);
+    row.native(sqe, r);
+    if (r.direct && row.fixed_file) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data(sqe, &op);
     if (r.link_timeout != nullptr) {
       sqe->flags |= IOSQE_IO_LINK;
       io_uring_sqe* link = next_sqe();
       // The kernel copies the timespec at submission (IORING_FEAT_SUBMIT_STABLE), and the timeout's own
       // completion (-ETIME or -ECANCELED) is ours to ignore: kOwnRequest.
-      io_uring_prep_link_timeout(link, kernel_ts(r.link_timeout), 0);
+      io_uring_prep_link_timeout(
+          link, const_cast<__kernel_timespec*>(reinterpret_cast<const __kernel_timespec*>(r.link_timeout)),
+          0);
       io_uring_sqe_set_data64(link, kOwnRequest);
     }
-  }
-
-  static __kernel_timespec* kernel_ts(const void* ts) {
-    static_assert(sizeof(timespec64) == sizeof(__kernel_timespec));
-    return const_cast<__kernel_timespec*>(static_cast<const __kernel_timespec*>(ts));
   }
 
   io_uring_sqe* next_sqe() {
@@ -524,7 +389,8 @@ class native_backend final : public backend {
   // Submits what is queued until the SQ has `needed` free entries (a linked pair needs two, and must not
   // be split across two submits). Takes no SQE itself.
   [[gnu::noinline]] void flush_until_free(unsigned needed) {
-    if (needed > ring_.sq.ring_entries) throw std::length_error("io_uring: submission queue smaller than a linked pair");
+    if (needed > ring_.sq.ring_entries)
+      throw std::length_error("io_uring: submission queue smaller than a linked pair");
     do {
       ++stats_.sq_full_flushes;
       enter(0);
@@ -558,7 +424,8 @@ class native_backend final : public backend {
   // (park_completions' batch is 1 KiB of stack).
   void enter(unsigned wait_nr) {
     int r = submit_and_enter(wait_nr);
-    if (r < 0) [[unlikely]] r = enter_again(r, wait_nr);
+    if (r < 0) [[unlikely]]
+      r = enter_again(r, wait_nr);
     stats_.sqes += static_cast<unsigned>(r);
   }
 

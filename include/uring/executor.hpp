@@ -45,16 +45,16 @@ struct executor_stats {
   std::uint64_t cqes = 0;             // completions reaped
   std::uint64_t sq_full_flushes = 0;  // early submits: the SQ was full, or held 64 raw messages
   std::uint64_t cq_backlogged = 0;    // completions parked while the kernel reported a busy CQ
-  std::uint64_t cq_overflows = 0;     // reaps that found completions kept aside by the kernel (CQ full, NODROP)
+  std::uint64_t cq_overflows = 0;  // reaps that found completions kept aside by the kernel (CQ full, NODROP)
   std::uint64_t registered_ring_fallbacks = 0;  // ring fd could not be registered (slots used up)
   std::uint64_t cancels = 0;                    // cancel requests sent for operations in flight
   std::uint64_t messages_sent_by_ring = 0;      // hand-offs sent to other executors with MSG_RING
   std::uint64_t messages_received = 0;          // MSG_RING hand-offs received from other executors
-  std::uint64_t busy_poll_hits = 0;  // idle turns that found work while busy polling instead of sleeping
-  std::uint64_t doorbells = 0;  // mailbox wake-ups that came as a CQE (IORING_REGISTER_SEND_MSG_RING)
-  std::uint64_t raw_messages_sent = 0;          // uring::send messages sent (either road)
-  std::uint64_t raw_messages_received = 0;      // uring::send messages that reached this inbox
-  std::uint64_t messages_failed = 0;            // raw messages the kernel refused after their send completed
+  std::uint64_t busy_poll_hits = 0;     // idle turns that found work while busy polling instead of sleeping
+  std::uint64_t doorbells = 0;          // mailbox wake-ups that came as a CQE (IORING_REGISTER_SEND_MSG_RING)
+  std::uint64_t raw_messages_sent = 0;  // uring::send messages sent (either road)
+  std::uint64_t raw_messages_received = 0;  // uring::send messages that reached this inbox
+  std::uint64_t messages_failed = 0;        // raw messages the kernel refused after their send completed
   // Operations started, by kind; reads include the executor's own wake-up reads (one per sleep).
   std::array<std::uint64_t, detail::kOpCodeCount> ops{};
 
@@ -189,14 +189,16 @@ struct executor_access {
   // The executor running on this thread; throws std::logic_error naming `what` if there is none.
   static executor& current(const char* what) {
     executor* ex = running_executor();
-    if (ex == nullptr) [[unlikely]] no_executor(what);
+    if (ex == nullptr) [[unlikely]]
+      no_executor(what);
     return *ex;
   }
   // Queues `op` for the turn's enter, which hands all of them to the backend at once.
   // One not in the executor's allowlist is queued too, but as refused: it completes with -EACCES at the
   // turn's end without reaching the kernel, through the same path as any completion.
   static void submit(executor& ex, operation& op) {
-    if (ex.queue_.closed) [[unlikely]] refuse_while_closed();
+    if (ex.queue_.closed) [[unlikely]]
+      refuse_while_closed();
     enqueue(ex.queue_, op);
   }
   // The hot path of submit, for an operation that nothing can cancel before the kernel has it (no stop
@@ -206,7 +208,8 @@ struct executor_access {
   static bool start_inline(executor& ex, operation& op) noexcept { return ex.queue_.start_inline(op); }
   static void enqueue(op_queue& q, operation& op) noexcept {
     q.push(op);
-    if ((q.refused >> static_cast<unsigned>(op.request.code)) & 1u) [[unlikely]] op.state = op_state::refused;
+    if (q.refused.contains(op.request.code)) [[unlikely]]
+      op.state = op_state::refused;
   }
   // Throws std::system_error(err) for the operation `name` of kind `code`; an EACCES for a kind the
   // running executor's allowlist refuses says so, instead of a bare "Permission denied".
@@ -320,7 +323,8 @@ void executor::post(F&& fn) {
   auto* node = new detail::posted_fn<std::decay_t<F>>(std::forward<F>(fn));
   if (!detail::executor_access::try_post(*this, *node)) {
     delete node;
-    throw std::system_error(ESHUTDOWN, std::system_category(), "executor::post: the executor no longer accepts work");
+    throw std::system_error(ESHUTDOWN, std::system_category(),
+                            "executor::post: the executor no longer accepts work");
   }
 }
 

@@ -1,7 +1,7 @@
 // uring/file.hpp — opening, closing, syncing and inspecting files on the ring.
 //
-// Provides: uring::open, uring::open_at, uring::close, uring::fsync, uring::fdatasync, uring::statx,
-// uring::stat, uring::fstat.
+// Provides: uring::open, uring::open_at, uring::close, uring::fsync, uring::fdatasync, uring::fallocate,
+// uring::ftruncate, uring::statx, uring::stat, uring::fstat.
 // Threads: await them from a coroutine running on an executor; the operation runs on that executor.
 //
 // Like the operations of uring/io.hpp: nothing happens until the awaitable is awaited; awaiting yields the
@@ -84,6 +84,24 @@ inline detail::io_awaitable<void> fsync(int fd) noexcept {
 // Flushes `fd`'s data and the metadata needed to read it back, as fdatasync(2).
 inline detail::io_awaitable<void> fdatasync(int fd) noexcept {
   return {"fdatasync", {.code = detail::op_code::fsync, .fd = fd, .op_flags = detail::kFsyncDatasync}};
+}
+
+// Allocates (or, with `mode` flags such as FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, deallocates) the
+// byte range [offset, offset + length) of `fd`, as fallocate(2). Minimum kernel 5.6.
+inline detail::io_awaitable<void> fallocate(int fd, int mode, std::uint64_t offset,
+                                            std::uint64_t length) noexcept {
+  return {"fallocate",
+          {.code = detail::op_code::fallocate,
+           .fd = fd,
+           .op_flags = static_cast<std::uint32_t>(mode),
+           .offset = offset,
+           .aux = length}};
+}
+
+// Sets the length of the file `fd` (open for writing) to `length`, as ftruncate(2). Natively it needs
+// kernel 6.9 (IORING_OP_FTRUNCATE): an older kernel fails it with EINVAL; the emulation runs ftruncate(2).
+inline detail::io_awaitable<void> ftruncate(int fd, std::uint64_t length) noexcept {
+  return {"ftruncate", {.code = detail::op_code::ftruncate, .fd = fd, .offset = length}};
 }
 
 // Fills `out` with what statx(2) reports for `path` relative to `dirfd`. `flags` are AT_* flags

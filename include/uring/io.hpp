@@ -1,6 +1,7 @@
 // uring/io.hpp — the basic asynchronous operations on file descriptors.
 //
-// Provides: uring::nop, uring::read, uring::write, uring::poll, uring::current_position,
+// Provides: uring::nop, uring::read, uring::write, uring::readv, uring::writev, uring::poll,
+// uring::current_position,
 // uring::with_timeout, uring::with_stop_token.
 // Threads: await them from a coroutine running on an executor; the operation runs on that executor.
 //
@@ -11,10 +12,13 @@
 // ETIMEDOUT. Minimum kernel: 5.6 (IORING_OP_READ/WRITE), 5.19 for cancelling by stop_token reliably.
 #pragma once
 
+#include <sys/uio.h>
+
+#include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <chrono>
+#include <span>
 #include <stop_token>
 #include <type_traits>
 
@@ -39,7 +43,8 @@ inline std::uint32_t clamp_len(std::size_t n) noexcept {
 // of direct descriptors (uring/direct.hpp). Both go straight into the SQ.
 inline io_awaitable<std::size_t> rw(const char* name, op_code code, bool direct, std::int32_t fd, void* addr,
                                     std::size_t size, std::uint64_t offset) noexcept {
-  return {name, {.code = code, .direct = direct, .fd = fd, .len = clamp_len(size), .offset = offset, .addr = addr}};
+  return {name,
+          {.code = code, .direct = direct, .fd = fd, .len = clamp_len(size), .offset = offset, .addr = addr}};
 }
 
 }  // namespace detail
@@ -49,15 +54,42 @@ inline detail::io_awaitable<void> nop() noexcept { return {"nop", {.code = detai
 
 // Reads up to buf.size() bytes at `offset` (or at the current position). Yields the byte count, 0 at EOF.
 inline detail::io_awaitable<std::size_t> read(int fd, mutable_buffer buf,
-                                               std::uint64_t offset = current_position) noexcept {
+                                              std::uint64_t offset = current_position) noexcept {
   return detail::rw("read", detail::op_code::read, false, fd, buf.data(), buf.size(), offset);
 }
 
 // Writes up to buf.size() bytes at `offset` (or at the current position). Yields the byte count, which
 // may be short (a pipe or socket that is nearly full): loop if you need all of it written.
 inline detail::io_awaitable<std::size_t> write(int fd, const_buffer buf,
+                                               std::uint64_t offset = current_position) noexcept {
+  return detail::rw("write", detail::op_code::write, false, fd, const_cast<void*>(buf.data()), buf.size(),
+                    offset);
+}
+
+// Reads into the buffers of `bufs` in turn, filling each before the next (readv(2)), at `offset` (or at
+// the current position: pipes and sockets). Yields the byte count, 0 at EOF. The iovec array and the
+// buffers it points at must stay valid until the co_await returns. Minimum kernel 5.1.
+inline detail::io_awaitable<std::size_t> readv(int fd, std::span<const ::iovec> bufs,
+                                               std::uint64_t offset = current_position) noexcept {
+  return {"readv",
+          {.code = detail::op_code::readv,
+           .fd = fd,
+           .len = static_cast<std::uint32_t>(bufs.size()),
+           .offset = offset,
+           .addr = const_cast<::iovec*>(bufs.data())}};
+}
+
+// Writes the buffers of `bufs` in turn (writev(2)) at `offset` (or at the current position). Yields the
+// byte count, which may be short, as write's. The iovec array and its buffers must stay valid until the
+// co_await returns. Minimum kernel 5.1.
+inline detail::io_awaitable<std::size_t> writev(int fd, std::span<const ::iovec> bufs,
                                                 std::uint64_t offset = current_position) noexcept {
-  return detail::rw("write", detail::op_code::write, false, fd, const_cast<void*>(buf.data()), buf.size(), offset);
+  return {"writev",
+          {.code = detail::op_code::writev,
+           .fd = fd,
+           .len = static_cast<std::uint32_t>(bufs.size()),
+           .offset = offset,
+           .addr = const_cast<::iovec*>(bufs.data())}};
 }
 
 // Waits until `fd` is ready for any of `events` (POLLIN, POLLOUT, ...; <poll.h>) and yields the events

@@ -24,7 +24,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "uring/detail/operation.hpp"
+#include "uring/detail/op_code.hpp"
 
 namespace uring {
 
@@ -42,7 +42,7 @@ class op_allowlist {
   }
 
   constexpr op_allowlist& allow(op_kind k) noexcept {
-    bits_ |= bit(k);
+    ops_.add(k);
     return *this;
   }
   // Cross-executor hand-offs (resume_on, submit_to, spawn onto another executor, uring::send) may use
@@ -53,27 +53,18 @@ class op_allowlist {
   }
 
   // Whether the list restricts anything: it names at least one operation or MSG_RING.
-  [[nodiscard]] constexpr bool restricts() const noexcept { return bits_ != 0 || msg_ring_; }
-  [[nodiscard]] constexpr bool allows(op_kind k) const noexcept {
-    return !restricts() || (bits_ & bit(k)) != 0;
-  }
+  [[nodiscard]] constexpr bool restricts() const noexcept { return !ops_.empty() || msg_ring_; }
+  [[nodiscard]] constexpr bool allows(op_kind k) const noexcept { return !restricts() || ops_.contains(k); }
   [[nodiscard]] constexpr bool allows_msg_ring() const noexcept { return !restricts() || msg_ring_; }
-  // One bit per op_kind that is refused (1 << kind); 0 when nothing is restricted.
-  [[nodiscard]] constexpr std::uint32_t refused_bits() const noexcept {
-    return restricts() ? kAll & ~bits_ : 0;
+  // The op_kinds that are refused; empty when nothing is restricted.
+  [[nodiscard]] constexpr detail::op_set refused() const noexcept {
+    return restricts() ? ops_.complement() : detail::op_set{};
   }
 
   constexpr bool operator==(const op_allowlist&) const noexcept = default;
 
  private:
-  static_assert(detail::kOpCodeCount <= 32, "op_allowlist keeps one bit per op_kind");
-  static constexpr std::uint32_t bit(op_kind k) noexcept {
-    return std::uint32_t{1} << static_cast<unsigned>(k);
-  }
-  static constexpr std::uint32_t kAll =
-      static_cast<std::uint32_t>((std::uint64_t{1} << detail::kOpCodeCount) - 1);
-
-  std::uint32_t bits_ = 0;
+  detail::op_set ops_;
   bool msg_ring_ = false;
 };
 

@@ -1,6 +1,6 @@
 // uring/detail/operation.hpp — the completion record every asynchronous operation is built on.
 //
-// Provides: detail::op_code, detail::io_request, detail::operation.
+// Provides: detail::io_request, detail::operation, detail::op_queue (op_code is in detail/op_code.hpp).
 // Threads: an operation belongs to the executor it was submitted to and is touched only on that thread.
 //
 // An operation describes *what* to do in a backend-neutral io_request (so public headers need no liburing,
@@ -16,64 +16,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "uring/detail/op_code.hpp"
+
 namespace uring::detail {
 
-// What an operation asks the backend to do. Values are ours, not the kernel's IORING_OP_* numbers.
-// Field use per code is listed beside it; unlisted fields are ignored.
-enum class op_code : std::uint8_t {
-  nop,
-  read,     // fd, addr, len, offset (current_position = the file's position, as for pipes)
-  write,    // fd, addr, len, offset
-  timeout,  // addr = const timespec64*; op_flags: kTimeoutAbsolute. Completes -ETIME when it expires
-  poll,     // fd, op_flags = poll mask (POLLIN...). Completes with the ready events
-  openat,   // fd = dirfd, addr = path, op_flags = open flags, len = mode. Completes with the new fd
-  close,    // fd
-  statx,    // fd = dirfd, addr = path, op_flags = AT_* flags, len = mask, aux = struct statx*
-  fsync,    // fd, op_flags = IORING_FSYNC_DATASYNC (1) for fdatasync
-  // Sockets (uring/net/). Sends always carry MSG_NOSIGNAL from the caller: a closed peer is EPIPE, not a signal.
-  accept,            // fd, addr = sockaddr* (or null), aux = socklen_t*, op_flags = SOCK_* flags. The new fd
-  accept_multishot,  // as accept; one completion per connection, flagged kCqeMore while more will come
-  connect,           // fd, addr = const sockaddr*, len = its length
-  recv,              // fd, addr, len, op_flags = MSG_* flags. Byte count, 0 at end of stream
-  send,              // fd, addr, len, op_flags = MSG_* flags
-  recvmsg,           // fd, addr = msghdr*, op_flags = MSG_* flags
-  sendmsg,           // fd, addr = const msghdr*, op_flags = MSG_* flags
-  shutdown,          // fd, len = SHUT_RD / SHUT_WR / SHUT_RDWR
-  cancel_fd,         // fd: cancels every operation in flight on it; completes with how many, or -ENOENT
-  // fd, op_flags = MSG_* flags, len = buffer group (a provided-buffer ring registered on this ring). One
-  // completion per chunk received, flagged kCqeMore while armed, each carrying the buffer it filled
-  // (kCqeBuffer, id in the flags' top 16 bits). -ENOBUFS (final) when the group ran dry. Native only.
-  recv_multishot,
-  // As send, zero-copy (IORING_OP_SEND_ZC, 6.0): the byte count comes flagged kCqeMore, then a completion
-  // flagged kCqeNotif once the kernel no longer reads the buffer. The emulated backend sends a copy: one
-  // completion.
-  send_zc,
-  // fd = the output (a pipe, or a socket fed from a pipe), aux = the input fd, offset = the input's offset
-  // (kCurrentPosition for a pipe), len, op_flags = SPLICE_F_* flags. Completes with the bytes moved, 0 at
-  // the input's end. One side must be a pipe. The input must have data to give (the emulation waits only
-  // for the output to take more).
-  splice,
-  // addr = int* holding an fd: installs a reference to its file in a free slot of the executor's table of
-  // direct descriptors (IORING_OP_FILES_UPDATE, IORING_FILE_INDEX_ALLOC), writes the slot over the fd, and
-  // completes with 1. -ENXIO without a table, -ENFILE when it is full.
-  install_direct,
-  // fd = a direct slot: a new plain fd for its file (IORING_OP_FIXED_FD_INSTALL, 6.8; O_CLOEXEC).
-  plain_fd,
-  // fd = another ring's fd, aux = one of our direct slots, offset = the user_data of the CQE it posts
-  // there: installs the slot's file in a free slot of that ring's table (IORING_OP_MSG_RING with
-  // IORING_MSG_SEND_FD, 6.0). Completes with that slot; the CQE there carries it as its result. Native only.
-  send_direct,
-  // fd: as accept, with the new socket put in a free slot of the executor's table of direct descriptors
-  // (IORING_FILE_INDEX_ALLOC, 5.19) instead of the process's. Completes with the slot; -ENFILE when the
-  // table is full or missing (the connection is closed).
-  accept_direct,
-  // fd: as accept_multishot, each connection put in a free slot of the table (IORING_ACCEPT_MULTISHOT with
-  // IORING_FILE_INDEX_ALLOC, 5.19). Each completion is a slot; -ENFILE (final) when the table is full or
-  // missing.
-  accept_multishot_direct,
-};
-
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::accept_multishot_direct) + 1;
 // As an offset: the fd's own position (pipes and sockets have none).
 inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
 
@@ -135,7 +81,7 @@ struct operation {
   complete_fn complete = nullptr;
   std::coroutine_handle<> waiter;
   operation* next = nullptr;  // the executor's list of operations awaiting the turn's enter
-  std::int32_t res = 0;        // byte count or other non-negative result, or -errno
+  std::int32_t res = 0;       // byte count or other non-negative result, or -errno
   std::uint32_t cqe_flags = 0;
   op_state state = op_state::idle;
   // A multishot operation: `complete` (never null for one) sees every completion, also those reaped
@@ -181,8 +127,9 @@ struct sqe_image {
 static_assert(sizeof(sqe_image) == 64);
 // start_inline writes it as eight little-endian words: {opcode, flags, ioprio, fd}, off, addr,
 // {len, rw_flags}, user_data, and the zero tail.
-static_assert(offsetof(sqe_image, fd) == 4 && offsetof(sqe_image, off) == 8 && offsetof(sqe_image, addr) == 16 &&
-              offsetof(sqe_image, len) == 24 && offsetof(sqe_image, user_data) == 32);
+static_assert(offsetof(sqe_image, fd) == 4 && offsetof(sqe_image, off) == 8 &&
+              offsetof(sqe_image, addr) == 16 && offsetof(sqe_image, len) == 24 &&
+              offsetof(sqe_image, user_data) == 32);
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
 
 // Operations awaited during one turn of an executor's loop, in order, plus the count of those the kernel
@@ -192,15 +139,15 @@ struct op_queue {
   operation* tail = nullptr;
   std::size_t inflight = 0;  // submitted or pending, completion not yet reaped
   bool closed = false;       // the executor is shutting down: no new operations
-  // One bit per op_code the executor's allowlist refuses (0: unrestricted). Checked as each user
-  // operation is queued (executor_access::submit; the executor's own wake-up read is exempt), so that a
-  // refused one costs no SQE and fails the same way on every backend.
-  std::uint32_t refused = 0;
+  // The op_codes the executor's allowlist refuses (empty: unrestricted). Checked as each user operation
+  // is queued (executor_access::submit; the executor's own wake-up read is exempt), so that a refused one
+  // costs no SQE and fails the same way on every backend.
+  op_set refused;
 
   // The native ring's submission queue, for start_inline (null sqes: the emulated backend, or a ring
   // that offers no inline path). The backend owns these; only the SQE slots past *sqe_tail are ours.
-  void* sqes = nullptr;              // the kernel's SQE array
-  unsigned* sqe_tail = nullptr;      // the next SQE to fill (not yet published to the kernel)
+  void* sqes = nullptr;                // the kernel's SQE array
+  unsigned* sqe_tail = nullptr;        // the next SQE to fill (not yet published to the kernel)
   const unsigned* sq_khead = nullptr;  // the kernel's consumer head
   unsigned sq_mask = 0;
   unsigned sq_entries = 0;
@@ -211,16 +158,15 @@ struct op_queue {
   // One bit per op_code that start_inline may take now: nop, read and write, less those the allowlist
   // refuses; none while the executor is closed or without an SQ, nor while operations wait in the list
   // (push clears it, take_all restores it). One test instead of five per operation.
-  std::uint32_t inline_codes = 0;
-  std::uint32_t inline_allowed = 0;  // inline_codes while the list is empty
+  std::uint64_t inline_codes = 0;
+  std::uint64_t inline_allowed = 0;  // inline_codes while the list is empty
   std::uint64_t* started = nullptr;  // executor_stats::ops, counted here for inline starts
 
   // Keeps inline_codes in step with closed, refused and sqes; call after changing any of them.
   void update_inline_codes() noexcept {
-    constexpr std::uint32_t kInlinable = (1u << static_cast<unsigned>(op_code::nop)) |
-                                         (1u << static_cast<unsigned>(op_code::read)) |
-                                         (1u << static_cast<unsigned>(op_code::write));
-    inline_allowed = (closed || sqes == nullptr) ? 0 : kInlinable & ~refused;
+    constexpr std::uint64_t kInlinable =
+        op_set{}.add(op_code::nop).add(op_code::read).add(op_code::write).low_bits();
+    inline_allowed = (closed || sqes == nullptr) ? 0 : kInlinable & ~refused.low_bits();
     inline_codes = head != nullptr ? 0 : inline_allowed;
   }
   void set_closed(bool c) noexcept {
@@ -241,7 +187,17 @@ struct op_queue {
     if (static_cast<int>(sq_limit - at) <= 0) [[unlikely]] {
       if (!refresh_sq_limit(at, 0)) return false;  // SQ full: the list's submit makes room
     }
-    std::uint64_t* const w = sqe_at(at);
+    encode_simple(sqe_at(at), r, reinterpret_cast<std::uint64_t>(&op));
+    *tail_at = at + 1;
+    op.state = op_state::submitted;
+    ++inflight;
+    ++started[code];
+    return true;
+  }
+
+  // The one encoding of a nop, read or write SQE (sqe_image's layout, into the eight words at `w`): the
+  // inline path, the native backend's list and its full preparation all write these SQEs through it.
+  static void encode_simple(std::uint64_t* w, const io_request& r, std::uint64_t user_data) noexcept {
     // The SQE's opcode and flags bytes, by the request's code and direct bytes read as one word (code |
     // direct << 8): the kernel's NOP (0), READ (22) or WRITE (23), and IOSQE_FIXED_FILE (1) for a direct
     // descriptor. One instruction more per operation than the opcode alone (callgrind).
@@ -266,13 +222,8 @@ struct op_queue {
     w[1] = __atomic_load_n(&r.offset, __ATOMIC_RELAXED);
     w[2] = reinterpret_cast<std::uint64_t>(__atomic_load_n(&r.addr, __ATOMIC_RELAXED));
     w[3] = r.len;
-    w[4] = reinterpret_cast<std::uint64_t>(&op);
+    w[4] = user_data;
     w[5] = w[6] = w[7] = 0;
-    *tail_at = at + 1;
-    op.state = op_state::submitted;
-    ++inflight;
-    ++started[code];
-    return true;
   }
 
   // The next free SQE of the native ring, as eight words to fill (sqe_image's layout), or null when the
