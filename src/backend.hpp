@@ -79,6 +79,31 @@ struct cq_view {
   }
 };
 
+// What only a real ring offers: messages to other rings (IORING_OP_MSG_RING), its SQ and CQ for the
+// executor's inline paths, and provided-buffer rings. A native backend is also a native_ring.
+class native_ring {
+ public:
+  virtual ~native_ring() = default;
+
+  // Queues an IORING_OP_MSG_RING to the ring `target_fd` that posts a CQE with user_data `data` there;
+  // if it fails, a CQE with user_data `failed` comes back here.
+  virtual void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) = 0;
+  // Submits what the SQ holds until it has a free entry, for SQEs written in place (write_raw_message).
+  virtual void make_sq_room() = 0;
+  // This ring's fd, for other rings' messages.
+  [[nodiscard]] virtual int ring_fd() const noexcept = 0;
+  // Points `q`'s inline path (op_queue::start_inline) at this ring's submission queue.
+  virtual void offer_inline_sq(op_queue& q) noexcept = 0;
+  // Points `v` at this ring's completion queue, which the executor reads in place. Whenever v.backlog is
+  // non-empty or the ring looks empty while *kflags has a more_flags bit, backend::reap() must be used.
+  virtual void offer_inline_cq(cq_view& v) noexcept = 0;
+  // A provided-buffer ring (IORING_REGISTER_PBUF_RING, kernel 5.19): `entries` (a power of two) slots at
+  // `ring` (page-aligned, ours until unregistered) form buffer group `group`, which recv_multishot picks
+  // from. 0 or -errno (-EEXIST: the group is taken).
+  virtual int register_buf_ring(void* ring, unsigned entries, std::uint16_t group) = 0;
+  virtual int unregister_buf_ring(std::uint16_t group) = 0;
+};
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -106,15 +131,6 @@ class backend {
   // request goes out with the next submit.
   virtual void cancel_all() = 0;
 
-  // Queues an IORING_OP_MSG_RING to the ring `target_fd` that posts a CQE with user_data `data` there;
-  // if it fails, a CQE with user_data `failed` comes back here. Native backends only.
-  virtual void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) = 0;
-  // Submits what the SQ holds until it has a free entry, for SQEs written in place (write_raw_message).
-  // Native backends only.
-  virtual void make_sq_room() = 0;
-  // This ring's fd for other rings' messages, or -1 (emulated).
-  [[nodiscard]] virtual int ring_fd() const noexcept = 0;
-
   // The ring's one eventfd slot: 0 or -errno (-EBUSY when taken, -EBADF, -EINVAL for a non-eventfd).
   // The eventfd is signalled when completions are posted (with async_only: only those finished in an
   // io-wq worker, or what the emulation does in its place).
@@ -126,24 +142,16 @@ class backend {
   // given `notify`, the executor's eventfd, already registered in the slot.
   virtual int foreign_watch_fd(int notify) = 0;
 
-  // A provided-buffer ring (IORING_REGISTER_PBUF_RING, kernel 5.19): `entries` (a power of two) slots at
-  // `ring` (page-aligned, ours until unregistered) form buffer group `group`, which recv_multishot picks
-  // from. 0 or -errno (-EEXIST: the group is taken); the emulated backend has none (-EOPNOTSUPP).
-  virtual int register_buf_ring(void* ring, unsigned entries, std::uint16_t group) = 0;
   // Empties slot `index` of the table of direct descriptors now (no operation): for a slot nobody will
   // take, such as a connection a multishot accept put there after its stream was gone. 0 or -errno.
   virtual int empty_slot(unsigned index) = 0;
-  virtual int unregister_buf_ring(std::uint16_t group) = 0;
-
-  // Points `q`'s inline path (op_queue::start_inline) at this ring's submission queue, if it has one.
-  virtual void offer_inline_sq(op_queue& /*q*/) noexcept {}
-  // Points `v` at this ring's completion queue, if the executor may read it in place. Whenever v.backlog
-  // is non-empty or the ring looks empty while *kflags has a more_flags bit, reap() must be used.
-  virtual void offer_inline_cq(cq_view& /*v*/) noexcept {}
 
   // Busy polling: whether completions wait to be reaped. Never blocks; now and then (natively: on every
   // call for a DEFER_TASKRUN ring) it lets the kernel or the emulation make progress first.
   [[nodiscard]] virtual bool poll_completions() = 0;
+
+  // The native ring's own capabilities, or null (the emulation has no ring). Queried once, at start-up.
+  [[nodiscard]] virtual class native_ring* native() noexcept { return nullptr; }
 
   [[nodiscard]] virtual bool registered_ring() const noexcept = 0;
   [[nodiscard]] virtual ring_flags active_flags() const noexcept = 0;
@@ -162,19 +170,28 @@ inline constexpr std::uint8_t kSqeCqeSkipSuccess = 1u << 6;
 // cap, side by side: 0.76x raw at 256, 0.84x at 128, 0.89x at 64, 0.79x at 32), the working set of a
 // batch's requests outgrowing the cache. Raw liburing code submits per 64 for the same reason.
 inline constexpr unsigned kMessagesPerEnter = 64;
+// The one encoding of an IORING_OP_MSG_RING (into the eight words of an SQE): it posts {res = value,
+// user_data = data} on the ring `target_fd`, with CQE flags `cqe_flags` when `msg_flags` has
+// kMsgRingFlagsPass; `sqe_flags` such as kSqeCqeSkipSuccess; a CQE with user_data `failed` comes back
+// here if the kernel refuses it.
+inline void encode_msg_ring(std::uint64_t* w, int target_fd, std::int32_t value, std::uint64_t data,
+                            std::uint32_t msg_flags, std::uint32_t cqe_flags, std::uint8_t sqe_flags,
+                            std::uint64_t failed) noexcept {
+  w[0] =
+      kOpMsgRing | std::uint64_t{sqe_flags} << 8 | std::uint64_t{static_cast<std::uint32_t>(target_fd)} << 32;
+  w[1] = data;  // off: the target CQE's user_data
+  w[2] = 0;     // addr: IORING_MSG_DATA
+  w[3] = static_cast<std::uint32_t>(value) | std::uint64_t{msg_flags} << 32;  // len = res; msg_ring_flags
+  w[4] = failed;
+  w[5] = std::uint64_t{cqe_flags} << 32;  // file_index: the target CQE's flags
+  w[6] = w[7] = 0;
+}
+
 inline bool write_raw_message(op_queue& q, int target_fd, std::int32_t value, std::uint64_t data,
                               std::uint32_t cqe_flags, std::uint64_t failed) noexcept {
   std::uint64_t* const w = q.claim_sqe(std::min(kMessagesPerEnter, q.sq_entries));
   if (w == nullptr) return false;
-  w[0] = kOpMsgRing | std::uint64_t{kSqeCqeSkipSuccess} << 8 |
-         std::uint64_t{static_cast<std::uint32_t>(target_fd)} << 32;
-  w[1] = data;  // off: the target CQE's user_data
-  w[2] = 0;     // addr: IORING_MSG_DATA
-  w[3] = static_cast<std::uint32_t>(value) | std::uint64_t{kMsgRingFlagsPass}
-                                                 << 32;  // len = res; msg_ring_flags
-  w[4] = failed;
-  w[5] = std::uint64_t{cqe_flags} << 32;  // file_index: the target CQE's flags
-  w[6] = w[7] = 0;
+  encode_msg_ring(w, target_fd, value, data, kMsgRingFlagsPass, cqe_flags, kSqeCqeSkipSuccess, failed);
   q.commit_sqe();
   return true;
 }

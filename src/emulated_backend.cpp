@@ -132,14 +132,6 @@ class emulated_backend final : public backend {
     timers_ = {};
   }
 
-  void send_message(int, std::uint64_t, std::uint64_t) override {
-    throw std::logic_error("emulated backend: MSG_RING is not available; use the mailbox");
-  }
-  void make_sq_room() override {
-    throw std::logic_error("emulated backend: there is no SQ to write in place");
-  }
-  int ring_fd() const noexcept override { return -1; }
-
   // The eventfd slot, as the kernel keeps it: one fd, signalled once per turn that posted completions.
   int register_eventfd(int fd, bool async_only) override {
     if (eventfd_ >= 0) return -EBUSY;
@@ -177,10 +169,6 @@ class emulated_backend final : public backend {
   }
 
   int empty_slot(unsigned index) override { return close_direct(static_cast<int>(index)); }
-  // Provided buffers are a kernel feature: the library falls back to receiving into its own pool.
-  int register_buf_ring(void*, unsigned, std::uint16_t) override { return -EOPNOTSUPP; }
-  int unregister_buf_ring(std::uint16_t) override { return -EOPNOTSUPP; }
-
   bool registered_ring() const noexcept override { return false; }
   ring_flags active_flags() const noexcept override { return ring_flags::none; }
   ring_flags dropped_flags() const noexcept override { return ring_flags::none; }

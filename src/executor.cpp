@@ -57,6 +57,7 @@ struct executor::impl {
   executor_stats stats;
   executor_plan plan;
   std::unique_ptr<detail::backend> backend;
+  detail::native_ring* ring = nullptr;  // backend's native capabilities, or null (emulated)
   std::vector<std::coroutine_handle<>> ready;
   std::vector<std::coroutine_handle<>> resuming;  // the turn's batch; kept to reuse its capacity
   detail::spawn_node spawned;                     // sentinel of the circular list of live spawned frames
@@ -386,6 +387,7 @@ struct executor::impl {
       queue.sqes = nullptr;  // no inline path into a closed ring
       queue.update_inline_codes();
       cq = {};
+      ring = nullptr;
       backend.reset();
       queue.inflight = 0;
     }
@@ -441,12 +443,15 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
     }
   }
   if (!impl_->backend) impl_->backend = detail::make_emulated_backend(opts, impl_->stats);
-  impl_->backend->offer_inline_sq(queue_);
-  impl_->backend->offer_inline_cq(impl_->cq);
+  impl_->ring = impl_->backend->native();
+  if (impl_->ring != nullptr) {
+    impl_->ring->offer_inline_sq(queue_);
+    impl_->ring->offer_inline_cq(impl_->cq);
+  }
   queue_.update_inline_codes();
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
   impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;
-  impl_->ring_fd = impl_->backend->ring_fd();
+  impl_->ring_fd = impl_->ring != nullptr ? impl_->ring->ring_fd() : -1;
   if (impl_->msg_ring_ok && impl_->plan.send_msg_ring) impl_->doorbell_fd = impl_->ring_fd;
   impl_->hub = std::make_unique<detail::message_hub>(
       *this, impl_->stats, opts.message_window,
@@ -471,6 +476,7 @@ executor::~executor() {
   impl_->cq = {};  // nothing may read the ring after this
   queue_.sqes = nullptr;
   queue_.update_inline_codes();
+  impl_->ring = nullptr;
   impl_->backend.reset();  // the ring's exit drops its eventfd registration
   ::close(impl_->wake_fd);
   if (int n = impl_->notify_fd.load(std::memory_order_relaxed); n >= 0) ::close(n);
@@ -671,15 +677,15 @@ void executor_access::refuse_while_closed() {
 void executor_access::schedule(executor& ex, std::coroutine_handle<> h) { ex.impl_->ready.push_back(h); }
 
 int executor_access::register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group) {
-  if (!ex.impl_->plan.buf_ring || !ex.impl_->backend) return -EOPNOTSUPP;
-  return ex.impl_->backend->register_buf_ring(ring, entries, group);
+  if (!ex.impl_->plan.buf_ring || ex.impl_->ring == nullptr) return -EOPNOTSUPP;
+  return ex.impl_->ring->register_buf_ring(ring, entries, group);
 }
 
 bool executor_access::zero_copy_send(const executor& ex) noexcept { return ex.impl_->plan.send_zc; }
 
 int executor_access::unregister_buf_ring(executor& ex, std::uint16_t group) {
-  if (!ex.impl_->backend) return 0;  // the ring is gone, and its buffer rings with it
-  return ex.impl_->backend->unregister_buf_ring(group);
+  if (ex.impl_->ring == nullptr) return 0;  // the ring is gone, and its buffer rings with it
+  return ex.impl_->ring->unregister_buf_ring(group);
 }
 
 void executor_access::adopt(executor& ex, spawn_node& node) {
@@ -748,8 +754,8 @@ bool executor_access::send(executor& to, remote_node& node) noexcept {
     node.target = &to;
     return try_post(to, node);
   }
-  from->impl_->backend->send_message(dest_fd, reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
-                                     reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);
+  from->impl_->ring->send_message(dest_fd, reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
+                                  reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);
   ++from->impl_->stats.messages_sent_by_ring;
   return true;
 }
@@ -857,7 +863,7 @@ bool executor_access::post_raw(executor& from, executor& to, const message& m) n
   return true;
 }
 
-void executor_access::make_sq_room(executor& ex) noexcept { ex.impl_->backend->make_sq_room(); }
+void executor_access::make_sq_room(executor& ex) noexcept { ex.impl_->ring->make_sq_room(); }
 
 void executor_access::defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept {
   ex.impl_->group_stopping = &group_stopping;

@@ -79,7 +79,7 @@ static_assert(sizeof(completion) == sizeof(io_uring_cqe) &&
               offsetof(completion, res) == offsetof(io_uring_cqe, res) &&
               offsetof(completion, flags) == offsetof(io_uring_cqe, flags));
 
-class native_backend final : public backend {
+class native_backend final : public backend, public native_ring {
  public:
   native_backend(const executor_options& opts, executor_plan& plan, executor_stats& stats) : stats_(stats) {
     ring_flags want = plan.flags;
@@ -292,10 +292,9 @@ class native_backend final : public backend {
   }
 
   void send_message(int target_fd, std::uint64_t data, std::uint64_t failed) override {
-    io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_msg_ring(sqe, target_fd, 0, data, 0);
-    io_uring_sqe_set_data64(sqe, failed);
-    sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;  // success costs the sender no CQE
+    // Success costs the sender no CQE.
+    encode_msg_ring(reinterpret_cast<std::uint64_t*>(next_sqe()), target_fd, 0, data, 0, 0,
+                    kSqeCqeSkipSuccess, failed);
   }
   void make_sq_room() override { flush_until_free(1); }
   int ring_fd() const noexcept override { return ring_.ring_fd; }
@@ -349,6 +348,7 @@ class native_backend final : public backend {
     return r < 0 ? r : 0;
   }
 
+  native_ring* native() noexcept override { return this; }
   bool registered_ring() const noexcept override { return registered_; }
   ring_flags active_flags() const noexcept override { return active_; }
   ring_flags dropped_flags() const noexcept override { return dropped_; }
@@ -492,7 +492,7 @@ class native_backend final : public backend {
 
 int send_msg_ring_from_anywhere(int ring_fd, std::uint64_t data) noexcept {
   io_uring_sqe sqe{};
-  io_uring_prep_msg_ring(&sqe, ring_fd, 0, data, 0);
+  encode_msg_ring(reinterpret_cast<std::uint64_t*>(&sqe), ring_fd, 0, data, 0, 0, 0, 0);
   return ::syscall(__NR_io_uring_register, -1, kRegisterSendMsgRing, &sqe, 1) < 0 ? -errno : 0;
 }
 
