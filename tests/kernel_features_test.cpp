@@ -16,7 +16,7 @@
 #include <uring/plan.hpp>
 
 #include "fd_leak.hpp"
-#include "setup_error.hpp"
+#include "setup/setup_error.hpp"
 #include "test_util.hpp"
 
 namespace {

@@ -24,7 +24,7 @@
 
 #include <uring/uring.hpp>
 
-#include "backend.hpp"  // src/: the backends alone, to see what the kernel (or the emulation) answers
+#include "backend/backend.hpp"  // src/: the backends alone, to see what the kernel (or the emulation) answers
 #include "backends.hpp"
 #include "test_util.hpp"
 

@@ -3,7 +3,7 @@
 // own state), and the table's names and kernel numbers checked against liburing's.
 #include <liburing.h>
 
-#include "liburing_compat.hpp"
+#include "setup/liburing_compat.hpp"
 #include "ops/op_table.hpp"
 #include "uring/op_allowlist.hpp"
 

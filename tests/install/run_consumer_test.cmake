@@ -68,7 +68,7 @@ endif()
 run_step("install" out COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} ${config_args})
 foreach(file
     include/uring/uring.hpp include/uring/version.hpp include/uring/detail/operation.hpp
-    include/uring/http/parser.hpp include/uring/resp/parser.hpp include/uring/detail/input_buffer.hpp
+    include/uring/http/parser.hpp include/uring/resp/parser.hpp include/uring/protocol/input_buffer.hpp
     ${INSTALL_LIBDIR}/liburingcxx.a ${INSTALL_LIBDIR}/liburingcxx_http.a ${INSTALL_LIBDIR}/liburingcxx_resp.a
     ${INSTALL_LIBDIR}/cmake/uring/uringConfig.cmake ${INSTALL_LIBDIR}/cmake/uring/uringConfigVersion.cmake
     ${INSTALL_LIBDIR}/cmake/uring/uringTargets.cmake ${INSTALL_LIBDIR}/cmake/uring/FindLiburing.cmake

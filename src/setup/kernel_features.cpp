@@ -23,8 +23,8 @@
 #include <utility>
 #include <vector>
 
-#include "liburing_compat.hpp"
-#include "setup_error.hpp"
+#include "setup/liburing_compat.hpp"
+#include "setup/setup_error.hpp"
 #include "uring/plan.hpp"
 
 namespace uring {

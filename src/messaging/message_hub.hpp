@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 #include "uring/executor.hpp"
 #include "uring/message.hpp"
 

@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 #include "ops/op_table.hpp"
 #include "ops/syscall.hpp"
 #include "uring/error.hpp"

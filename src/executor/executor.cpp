@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "backend.hpp"
-#include "message_hub.hpp"
+#include "backend/backend.hpp"
+#include "messaging/message_hub.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/error.hpp"
 #include "uring/kernel_features.hpp"

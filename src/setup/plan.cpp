@@ -6,7 +6,7 @@
 #include <system_error>
 #include <utility>
 
-#include "text.hpp"
+#include "setup/text.hpp"
 
 namespace uring {
 

@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include <uring/detail/input_buffer.hpp>
+#include <uring/protocol/input_buffer.hpp>
 
 namespace uring::resp {
 

@@ -16,7 +16,7 @@
 #include <deque>
 #include <memory>
 
-#include "liburing_compat.hpp"
+#include "setup/liburing_compat.hpp"
 #include "uring/detail/operation.hpp"
 #include "uring/executor.hpp"
 #include "uring/plan.hpp"

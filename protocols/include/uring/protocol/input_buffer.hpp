@@ -1,4 +1,4 @@
-// uring/detail/input_buffer.hpp — the bytes an incremental protocol parser owns.
+// uring/protocol/input_buffer.hpp — the bytes an incremental protocol parser owns.
 //
 // Provides: uring::detail::input_buffer, the private base of the parsers (uring/http/parser.hpp,
 // uring/resp/parser.hpp): feed() / prepare()+commit() / buffered() for their users, and for the parser

@@ -56,7 +56,7 @@
 #include <string_view>
 #include <vector>
 
-#include <uring/detail/input_buffer.hpp>
+#include <uring/protocol/input_buffer.hpp>
 
 namespace uring::http {
 

@@ -1,4 +1,4 @@
-#include "setup_error.hpp"
+#include "setup/setup_error.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -1,5 +1,5 @@
 // message_hub.cpp — raw messages: the registry of live executors, credit windows, the inbox.
-#include "message_hub.hpp"
+#include "messaging/message_hub.hpp"
 
 #include <algorithm>
 #include <mutex>

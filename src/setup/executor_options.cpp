@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "text.hpp"
+#include "setup/text.hpp"
 
 namespace uring {
 

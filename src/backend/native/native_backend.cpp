@@ -23,10 +23,10 @@
 #include <system_error>
 #include <vector>
 
-#include "backend.hpp"
-#include "liburing_compat.hpp"
+#include "backend/backend.hpp"
+#include "setup/liburing_compat.hpp"
 #include "ops/op_table.hpp"
-#include "setup_error.hpp"
+#include "setup/setup_error.hpp"
 #include "uring/error.hpp"
 
 namespace uring::detail {
