@@ -22,7 +22,7 @@ run() {  # run <port> <pipeline> [command prefix...]: "SET: ... GET: ..." as red
   "$@" redis-benchmark -p "$port" -t set,get -n "$n" -c 50 -P "$P" $keys -q 2>&1 | tr '\r' '\n' |
     grep -E "^(SET|GET): .*requests per second" | tr '\n' ' '
 }
-keys=""  # the command: every request uses the one key "key:__rand_int__"
+keys=""  # redis-benchmark's default: every request uses the one key "key:__rand_int__"
 for P in 1 16; do
   for port in 6391 6392 6393; do echo "${name[$port]} -P $P: $(run $port $P taskset -c 0)"; done
 done

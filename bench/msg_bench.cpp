@@ -1,6 +1,6 @@
 // Cross-thread ping-pong, two threads, one round trip per iteration (both sides sleep between messages,
-// so this measures the wake-up path, which the issue measured at ~0.09 M round trips/s for every
-// mechanism on this VM):
+// so this measures the wake-up path, which costs about the same for every mechanism on a small VM;
+// bench/README.md, "Ping-pong"):
 //   pingpong/raw_msg_ring   two liburing rings (the executor's default flags), IORING_OP_MSG_RING each
 //                           way, each side waiting in enter
 //   pingpong/uring_resume   a coroutine hopping between two executors of a group with resume_on, which

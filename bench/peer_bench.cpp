@@ -1,4 +1,4 @@
-// The peers of issue 4: what an application could use instead of our messaging, on the same three
+// The peers: what an application could use instead of our messaging, on the same three
 // patterns, two threads each (items = messages; pingpong: round trips; bidir: both directions).
 //   <pattern>/eventfd_queue   a mutex-guarded queue per receiver, an eventfd written only when the
 //                             receiver is about to block on it (peer_queues.hpp)

@@ -1,4 +1,4 @@
-// peer_queues.hpp — the plain thread-to-thread queues issue 4 compares our messaging with (bench only).
+// peer_queues.hpp — the plain thread-to-thread queues our messaging is compared with (bench only).
 //
 // Provides: uring::bench::eventfd_queue<T>, spsc_ring<T>, spin_guard.
 // Threads: eventfd_queue: push from any thread, pop_all from one consumer thread. spsc_ring: push from one

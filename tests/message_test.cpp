@@ -213,7 +213,8 @@ TEST_P(Messages, ABurstLargerThanTheSubmissionQueueArrivesInOrder) {
 }
 
 // A long burst leaves in batches of 64 (kMessagesPerEnter), not in one enter at the turn's end: the kernel
-// posts a stream of MSG_RINGs ~20% cheaper per message in batches of 64 than of 256 (bench/README.md).
+// posts a stream of MSG_RINGs cheaper per message in batches of 64 than of 256 (bench/README.md, "Raw
+// messages").
 TEST_P(Messages, ALongBurstLeavesInBatchesOf64) {
   constexpr long kBurst = 200;
   executor_group group(1, with_window(256));

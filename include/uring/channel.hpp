@@ -245,8 +245,8 @@ class channel {
 
   // A sender's value joins the queue. Caller holds the mutex. The line a few values on is asked for now
   // (detail/prefetch.hpp): the receiver read it last, and the next send's lock would otherwise wait for
-  // it. Measured on a stream between two threads: 18 -> 26 M values/s (bench/README.md, session 12).
-  // Inlined by force: clang left it a call (vector's growth path is inside), 12 instructions a send.
+  // it (bench/README.md, "Channels"). Inlined by force: clang otherwise leaves it a call on every send,
+  // because vector's growth path is inside.
   [[gnu::always_inline]] void enqueue(T& value) {
     queue_.push_back(std::move(value));
     if (const std::size_t ahead = queue_.size() + kPrefetchAhead; ahead < queue_.capacity()) {
@@ -335,10 +335,9 @@ class channel {
   // Space freed up: blocked senders' values join the queue, oldest first, and their coroutines are woken.
   // Caller holds the mutex. True where a woken sender's executor is asleep and the channel is full again:
   // with a whole channel still to hand out, the doorbell should leave now, by an enter of its own, so
-  // that the sender's wake-up (~10 us on this VM) overlaps that work instead of following it. Otherwise a
-  // stream runs in turns, each side asleep while the other works (docs/messaging.md). At most once per
-  // turn of the receiver's (until it parks): each costs a syscall, and more measured no faster
-  // (bench/README.md, session 11).
+  // that the sender's wake-up overlaps that work instead of following it. Otherwise a stream runs in
+  // turns, each side asleep while the other works (docs/messaging.md). At most once per turn of the
+  // receiver's (until it parks): each costs a syscall, and more is no faster (bench/README.md, "Channels").
   bool accept_senders() {
     bool wake_now = false;
     while (head_ != nullptr && occupied() < capacity_) {

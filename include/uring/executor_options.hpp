@@ -90,8 +90,8 @@ struct executor_options {
   unsigned sq_entries = 256;
   // Completion queue entries; 0 means 4 * sq_entries. Overflow is drained, never dropped.
   unsigned cq_entries = 0;
-  // Measured on kernel 6.18 (bench/README.md): plain rings beat SINGLE_ISSUER|DEFER_TASKRUN for
-  // cross-ring messaging, so the default asks only for the flags that never cost throughput.
+  // Plain rings beat SINGLE_ISSUER|DEFER_TASKRUN for cross-ring messaging (bench/README.md, "Raw
+  // messages"), so the default asks only for the flags that never cost throughput.
   ring_flags flags = ring_flags::submit_all | ring_flags::coop_taskrun;
   // Register the ring fd so that enters skip the fd-table lookup. Off only to measure the difference.
   bool register_ring_fd = true;

@@ -6,7 +6,8 @@
 //
 // A task does nothing until it is awaited (or handed to executor::run / uring::spawn). Completion resumes
 // the awaiter by symmetric transfer, so a loop of awaits that all finish synchronously runs in constant
-// stack (with clang; see DESIGN.md on g++). An exception escaping the task's body is rethrown to the awaiter.
+// stack with clang. g++ 12 does not guarantee the tail call of symmetric transfer, so such long chains
+// overflow its stack at -O0 and under ASan. An exception escaping the task's body is rethrown to the awaiter.
 // Destroying a task that was never awaited destroys its frame; destroying one that is suspended on an
 // operation is a bug the executor prevents (it drains operations before frames are freed).
 #pragma once

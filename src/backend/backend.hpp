@@ -165,10 +165,9 @@ class backend {
 // against the kernel's. Requires q.sqes. False: the SQ is full (backend::make_sq_room, then again).
 inline constexpr std::uint8_t kOpMsgRing = 40;
 inline constexpr std::uint8_t kSqeCqeSkipSuccess = 1u << 6;
-// At most this many raw messages wait in the SQ: the 65th submits them first. A stream of MSG_RINGs
-// costs the kernel ~20% more per message in batches of 256 than of 64 (bench stream/uring_send at each
-// cap, side by side: 0.76x raw at 256, 0.84x at 128, 0.89x at 64, 0.79x at 32), the working set of a
-// batch's requests outgrowing the cache. Raw liburing code submits per 64 for the same reason.
+// At most this many raw messages wait in the SQ: the 65th submits them first. The kernel posts a stream
+// of MSG_RINGs cheaper per message in batches of 64 than in larger ones, whose requests outgrow the
+// cache (bench/README.md, "Raw messages"); raw liburing code is measured the same way.
 inline constexpr unsigned kMessagesPerEnter = 64;
 // The one encoding of an IORING_OP_MSG_RING (into the eight words of an SQE): it posts {res = value,
 // user_data = data} on the ring `target_fd`, with CQE flags `cqe_flags` when `msg_flags` has

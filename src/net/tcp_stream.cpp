@@ -20,10 +20,8 @@ namespace uring::net {
 
 namespace {
 // write_all sends buffers of this size and up by IORING_OP_SEND_ZC where the executor has it, smaller ones
-// by a copying send. Measured on loopback (bench/send_bench.cpp, table in bench/README.md): zero-copy
-// loses below 32 KiB (0.2x at 4 KiB: pinning pages and the second completion cost more than copying them),
-// 0.87x at 32 KiB, and is even or ahead from 64 KiB (1.14x at 64 KiB, 1.33x at 256 KiB, 0.95x at 1 MiB).
-// A real NIC only widens the gap in its favour for large sends.
+// by a copying send: below that, pinning pages and the second completion cost more than copying them
+// (bench/README.md, "Zero-copy sends by size"). A real NIC only widens the gap in its favour for large sends.
 constexpr std::size_t kZeroCopyThreshold = 64 * 1024;
 }  // namespace
 

@@ -6,8 +6,8 @@
 // Why: a store to a line that another core holds waits for the line (a "read for ownership"). A store
 // alone hides that wait in the store buffer, but the next locked instruction (a spin lock's xchg) drains
 // the buffer and so waits it out in full. A channel's sender writes each value into lines its receiver
-// read last, under a lock per value: measured, that wait was most of a cross-thread send (bench/README.md,
-// session 12). Asking for the line ahead of time, with intent to write, overlaps the transfer with the
+// read last, under a lock per value: that wait is most of a cross-thread send (bench/README.md,
+// "Channels"). Asking for the line ahead of time, with intent to write, overlaps the transfer with the
 // sends before it.
 //
 // x86-64 has PREFETCHW only where CPUID says so (AMD since K8, Intel since Broadwell); elsewhere the
