@@ -84,6 +84,7 @@ namespace detail {
 struct spawn_node;
 struct remote_node;
 struct executor_access;
+struct executor_core;
 }  // namespace detail
 struct executor_plan;
 namespace detail {
@@ -173,6 +174,7 @@ class executor {
 
  private:
   friend struct detail::executor_access;
+  friend struct detail::executor_core;  // the library's own hooks (src/executor/executor_state.hpp)
   struct impl;
 
   // Drives the loop until `root` is done (never, for a null root); returns false when the executor was
@@ -184,7 +186,8 @@ class executor {
 };
 
 namespace detail {
-// The library's own door into an executor: for awaitables and spawn, not for applications.
+// The hooks the library's header templates (awaitables, spawn, channels) need into an executor: not
+// for applications.
 struct executor_access {
   // The executor running on this thread; throws std::logic_error naming `what` if there is none.
   static executor& current(const char* what) {
@@ -214,9 +217,6 @@ struct executor_access {
   // Throws std::system_error(err) for the operation `name` of kind `code`; an EACCES for a kind the
   // running executor's allowlist refuses says so, instead of a bare "Permission denied".
   [[noreturn]] static void throw_op_error(int err, const char* name, op_code code);
-  // False while the executor shuts down (submit would refuse): for code that starts operations from a
-  // completion or a destructor, which may run then.
-  static bool accepting(const executor& ex) noexcept { return !ex.queue_.closed; }
   [[noreturn]] static void no_executor(const char* what);
   [[noreturn]] static void refuse_while_closed();
   // Resumes `h` on a later turn of ex's loop (owner thread only).
@@ -244,58 +244,12 @@ struct executor_access {
   // Whether ex's thread waits in the kernel for work now (not busy, not busy-polling). A hint, stale as
   // soon as it is read: for choosing to push a wake-up out early, never for correctness.
   static bool asleep(const executor& ex) noexcept;
-  // For a direct descriptor sent with IORING_MSG_SEND_FD, whose CQE on `to` carries `node`: to's ring fd
-  // where the running executor and `to` both hand off by MSG_RING and `to` accepts work (node is then
-  // published to it, as send does), -ENXIO when `to` has no table (executor_options::direct_files), else
-  // -1 (the mailbox road).
-  static int direct_route(executor& to, remote_node& node) noexcept;
-  // The kernel's road (MSG_RING) from `from`, the running executor, to `to`, shared by send and
-  // direct_route: to's ring fd where both are native and planned for MSG_RING and from's ring still
-  // submits (a shutting-down sender's ring may never submit again); -1 where the mailbox must carry the
-  // hand-off; -ESHUTDOWN where `to` refuses work (as its mailbox would: both roads agree). With a ring fd,
-  // `node` is published to `to` (its target set, the hand-off annotated for TSan).
-  static int ring_route(executor* from, executor& to, remote_node& node) noexcept;
-  // executor_options::direct_files (immutable, so any thread may ask).
-  static unsigned direct_files(const executor& ex) noexcept;
-  // Owner thread: empties slot `index` of ex's table now, unless ex shuts down (its table then closes
-  // with it).
-  static void empty_slot(executor& ex, unsigned index) noexcept;
-  // For executor_group: a stop quiesces the executor but frees its frames only at destruction.
-  // `group_stopping` is the group's flag, set before any member is stopped (see try_post_home).
-  static void defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept;
   // As try_post, for a hop that a shutting-down target dropped and sends back to the coroutine's home:
   // also refused once home's executor_group is stopping, so that the ESHUTDOWN is not bounced into a
   // sibling that stops too (the group frees the frame, as for any coroutine caught by the stop).
   static bool try_post_home(executor& home, remote_node& node) noexcept;
   // True once the executor_group `ex` belongs to has begun to stop (false for an executor on its own).
   static bool group_stopping(const executor& ex) noexcept;
-  // For executor_group, once every member has quiesced: frees this executor's frames (owner thread).
-  static void release_frames(executor& ex) noexcept;
-
-  // The ring's eventfd slot (owner thread). register returns the registration's id (never 0); the others
-  // act only if `id` still holds the slot, so a late unregister never removes a newer registration.
-  static bool on_owner_thread(const executor& ex) noexcept;
-  static std::uint64_t eventfd_register(executor& ex, int fd, eventfd_options opts);
-  static void eventfd_unregister(executor& ex, std::uint64_t id);
-  static void eventfd_enable(executor& ex, std::uint64_t id, bool on);
-
-  // Raw messages (uring/message.hpp): the executor's hub, and one message from the running executor
-  // `from` to `to` by MSG_RING where both can, else through to's mailbox. False if `to` refuses work.
-  static message_hub& hub(executor& ex) noexcept;
-
-  // Provided-buffer rings (net::buffer_pool), owner thread: 0 or -errno; -EOPNOTSUPP where the plan has
-  // none (emulated, an old kernel, or disabled), and the pool then receives by plain recv.
-  static int register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group);
-  static int unregister_buf_ring(executor& ex, std::uint16_t group);
-  // Whether this executor sends zero-copy (op_code::send_zc) or falls back to send.
-  static bool zero_copy_send(const executor& ex) noexcept;
-  // A raw message from `from` (the running executor) through to's mailbox; false if `to` refuses posts.
-  // (Between two native executors it goes by MSG_RING instead: message_hub::send_now.)
-  static bool post_raw(executor& from, executor& to, const message& m) noexcept;
-  // Submits what ex's SQ holds until it has a free entry (backend::make_sq_room). Owner thread.
-  static void make_sq_room(executor& ex) noexcept;
-  // False once the executor refuses posts (being destroyed, or its group stopped it).
-  static bool accepts_posts(executor& ex) noexcept;
 };
 }  // namespace detail
 

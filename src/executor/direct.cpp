@@ -1,5 +1,6 @@
 // direct.cpp — installing, closing and sending direct descriptors (uring/direct.hpp).
 #include "uring/direct.hpp"
+#include "executor/executor_state.hpp"
 
 #include <cerrno>
 #include <string>
@@ -14,8 +15,10 @@ namespace detail {
 void throw_direct_error(int err, const char* call, long arg, const char* ebadf, bool target) {
   std::string what = std::string("uring::") + call + "(" + std::to_string(arg) + ")";
   const std::string whose = target ? ": the target executor" : ": the executor";
-  if (err == ENXIO) what += whose + " has no table of direct descriptors (executor_options::direct_files is 0)";
-  if (err == ENFILE) what += whose + "'s table of direct descriptors is full (executor_options::direct_files)";
+  if (err == ENXIO)
+    what += whose + " has no table of direct descriptors (executor_options::direct_files is 0)";
+  if (err == ENFILE)
+    what += whose + "'s table of direct descriptors is full (executor_options::direct_files)";
   if (err == EBADF && ebadf != nullptr) what += std::string(": ") + ebadf;
   throw std::system_error(err, std::system_category(), what);
 }
@@ -41,7 +44,8 @@ task<direct_fd> install_direct(int fd) {
 
 task<void> close_direct(direct_fd f) {
   const io_result r = co_await detail::io_awaitable<void, false>(
-      "close_direct", {.code = detail::op_code::close, .direct = true, .fd = static_cast<std::int32_t>(f.index)});
+      "close_direct",
+      {.code = detail::op_code::close, .direct = true, .fd = static_cast<std::int32_t>(f.index)});
   if (r.res < 0) detail::throw_direct_error(-r.res, "close_direct", f.index, kEmptySlot);
 }
 
@@ -57,10 +61,11 @@ task<void> send_plain(Target target, direct_fd f, std::unique_ptr<direct_handoff
   const io_result plain = co_await io_awaitable<int, false>(
       "send_direct", {.code = op_code::plain_fd, .direct = true, .fd = static_cast<std::int32_t>(f.index)});
   if (plain.res == -EINVAL) {
-    throw std::system_error(EOPNOTSUPP, std::system_category(),
-                            "uring::send_direct(" + std::to_string(f.index) +
-                                "): the mailbox road needs a plain fd for the file, and this kernel cannot make "
-                                "one (IORING_OP_FIXED_FD_INSTALL, 6.8)");
+    throw std::system_error(
+        EOPNOTSUPP, std::system_category(),
+        "uring::send_direct(" + std::to_string(f.index) +
+            "): the mailbox road needs a plain fd for the file, and this kernel cannot make "
+            "one (IORING_OP_FIXED_FD_INSTALL, 6.8)");
   }
   if (plain.res < 0) throw_direct_error(-plain.res, "send_direct", f.index, kEmptySlot);
   // Named, not a temporary in the co_await: g++ 12 mishandles a capturing lambda temporary there.
@@ -83,14 +88,15 @@ task<void> send_direct(executor& target, direct_fd f, std::unique_ptr<direct_han
     me->deliver(direct_fd{static_cast<std::uint32_t>(n->res)});
   };
   h->discard = [](remote_node* n) noexcept { delete static_cast<direct_handoff*>(n); };  // target shuts down
-  const int ring = executor_access::direct_route(target, *h);
+  const int ring = executor_core::direct_route(target, *h);
   if (ring == -ENXIO) throw_direct_error(ENXIO, "send_direct", f.index, nullptr, true);
   if (ring >= 0) {
     const io_result r = co_await io_awaitable<int, false>(
-        "send_direct", {.code = op_code::send_direct,
-                        .fd = ring,
-                        .offset = reinterpret_cast<std::uint64_t>(static_cast<remote_node*>(h.get())) | kMessageTag,
-                        .aux = f.index});
+        "send_direct",
+        {.code = op_code::send_direct,
+         .fd = ring,
+         .offset = reinterpret_cast<std::uint64_t>(static_cast<remote_node*>(h.get())) | kMessageTag,
+         .aux = f.index});
     if (r.res >= 0) {
       h.release();  // target's CQE carries it now
       co_await close_direct(f);

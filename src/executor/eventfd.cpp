@@ -9,12 +9,14 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "executor/executor_state.hpp"
 #include "uring/event.hpp"
 #include "uring/eventfd.hpp"
 
 namespace uring {
 
 using detail::executor_access;
+using detail::executor_core;
 
 detail::owner_call<detail::register_eventfd_fn> executor::register_eventfd(int fd, eventfd_options opts) {
   return {this, {this, fd, opts}};
@@ -23,16 +25,17 @@ detail::owner_call<detail::register_eventfd_fn> executor::register_eventfd(int f
 // The handle is made on the owner, so the registration is never without something that undoes it, even
 // if the hop back fails.
 eventfd_registration detail::register_eventfd_fn::operator()() const {
-  return eventfd_registration(*ex, executor_access::eventfd_register(*ex, fd, opts), fd, opts.async_only);
+  return eventfd_registration(*ex, executor_core::eventfd_register(*ex, fd, opts), fd, opts.async_only);
 }
 
 void detail::unregister_eventfd_fn::operator()() const {
-  if (ex != nullptr) executor_access::eventfd_unregister(*ex, id);
+  if (ex != nullptr) executor_core::eventfd_unregister(*ex, id);
 }
 
 void detail::enable_eventfd_fn::operator()() const {
-  if (ex == nullptr) throw std::system_error(ENXIO, std::system_category(), "eventfd_registration::enable: not registered");
-  executor_access::eventfd_enable(*ex, id, on);
+  if (ex == nullptr)
+    throw std::system_error(ENXIO, std::system_category(), "eventfd_registration::enable: not registered");
+  executor_core::eventfd_enable(*ex, id, on);
 }
 
 eventfd_registration::eventfd_registration(eventfd_registration&& o) noexcept
@@ -56,10 +59,10 @@ void eventfd_registration::release() noexcept {
   if (ex == nullptr) return;
   const std::uint64_t id = id_;
   try {
-    if (executor_access::on_owner_thread(*ex)) {
-      executor_access::eventfd_unregister(*ex, id);
+    if (executor_core::on_owner_thread(*ex)) {
+      executor_core::eventfd_unregister(*ex, id);
     } else {
-      ex->post([ex, id] { executor_access::eventfd_unregister(*ex, id); });
+      ex->post([ex, id] { executor_core::eventfd_unregister(*ex, id); });
     }
   } catch (const std::system_error& e) {
     // ESHUTDOWN from post: the executor is going away and its ring's exit drops the registration.
@@ -140,7 +143,8 @@ void event::notify(std::uint64_t n) {
 }
 
 void event::reset() {
-  if (mode_ != event_mode::manual_reset) throw std::logic_error("uring::event::reset: only a manual_reset event can be reset");
+  if (mode_ != event_mode::manual_reset)
+    throw std::logic_error("uring::event::reset: only a manual_reset event can be reset");
   std::uint64_t v;
   while (::read(fd_, &v, sizeof v) < 0 && errno == EINTR) {
   }
@@ -152,5 +156,76 @@ event::wait_awaitable event::wait() const noexcept {
   }
   return {"event::wait", {.code = detail::op_code::poll, .fd = fd_, .op_flags = POLLIN}, {}};
 }
+
+int executor::notify_fd() {
+  impl& im = *impl_;
+  im.check_owner("executor::notify_fd");
+  if (im.foreign_fd >= 0) return im.foreign_fd;
+  if (!im.backend)
+    throw std::logic_error("executor::notify_fd: the executor's ring failed earlier and was closed");
+  if (im.eventfd_id != 0) im.slot_busy("executor::notify_fd");
+  int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "executor::notify_fd: eventfd");
+  int r = im.backend->register_eventfd(fd, false);
+  int watch = r < 0 ? r : im.backend->foreign_watch_fd(fd);
+  if (watch < 0) {
+    if (r == 0) im.backend->unregister_eventfd();
+    ::close(fd);
+    throw std::system_error(-watch, std::system_category(), "executor::notify_fd: registering its eventfd");
+  }
+  im.eventfd_id = ++im.last_eventfd_id;
+  im.eventfd_fd = fd;
+  im.foreign_fd = watch;
+  im.notify_fd.store(fd, std::memory_order_release);
+  impl::signal(fd);  // work may be pending already: the loop's first poll() finds it
+  return watch;
+}
+
+void executor::impl::slot_busy(const char* what) const {
+  std::string holder = eventfd_fd == notify_fd.load(std::memory_order_relaxed)
+                           ? "notify_fd() (fd " + std::to_string(eventfd_fd) + ")"
+                           : "a registration of eventfd " + std::to_string(eventfd_fd);
+  throw std::system_error(EBUSY, std::system_category(),
+                          std::string(what) + ": the ring's one eventfd slot is held by " + holder);
+}
+
+namespace detail {
+
+std::uint64_t executor_core::eventfd_register(executor& ex, int fd, eventfd_options opts) {
+  auto& im = *ex.impl_;
+  auto what = [fd] { return "register_eventfd(fd " + std::to_string(fd) + ")"; };  // built only on failure
+  if (!im.backend) throw std::logic_error(what() + ": the executor's ring failed earlier and was closed");
+  if (im.eventfd_id != 0) im.slot_busy(what().c_str());
+  if (int r = im.backend->register_eventfd(fd, opts.async_only); r < 0) {
+    const char* why = r == -EBADF ? ": not an open file descriptor" : r == -EINVAL ? ": not an eventfd" : "";
+    throw std::system_error(-r, std::system_category(), what() + why);
+  }
+  im.eventfd_id = ++im.last_eventfd_id;
+  im.eventfd_fd = fd;
+  return im.eventfd_id;
+}
+
+void executor_core::eventfd_unregister(executor& ex, std::uint64_t id) {
+  auto& im = *ex.impl_;
+  if (id == 0 || id != im.eventfd_id || !im.backend) return;  // already gone, or the slot changed hands
+  im.eventfd_id = 0;
+  im.eventfd_fd = -1;
+  if (int r = im.backend->unregister_eventfd(); r < 0 && r != -ENXIO) {
+    throw std::system_error(-r, std::system_category(), "unregister_eventfd");
+  }
+}
+
+void executor_core::eventfd_enable(executor& ex, std::uint64_t id, bool on) {
+  auto& im = *ex.impl_;
+  if (id == 0 || id != im.eventfd_id || !im.backend) {
+    throw std::system_error(ENXIO, std::system_category(), "eventfd_registration::enable: not registered");
+  }
+  if (int r = im.backend->enable_eventfd(on); r < 0) {
+    throw std::system_error(-r, std::system_category(),
+                            "eventfd_registration::enable (io_uring_cq_eventfd_toggle)");
+  }
+}
+
+}  // namespace detail
 
 }  // namespace uring

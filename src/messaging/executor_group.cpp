@@ -1,4 +1,5 @@
 // executor_group.cpp — worker threads, each owning one executor, with a two-phase stop.
+#include "executor/executor_state.hpp"
 #include "uring/executor_group.hpp"
 
 #include <pthread.h>
@@ -75,7 +76,7 @@ executor_group::executor_group(std::size_t n, const executor_options& opts, bool
       std::unique_ptr<executor> ex;
       try {
         ex = std::make_unique<executor>(opts);
-        detail::executor_access::defer_frame_release(*ex, sh.stopping);
+        detail::executor_core::defer_frame_release(*ex, sh.stopping);
       } catch (...) {
         std::lock_guard lock(sh.error_mutex);
         if (!sh.startup_error) sh.startup_error = std::current_exception();
@@ -96,7 +97,7 @@ executor_group::executor_group(std::size_t n, const executor_options& opts, bool
       sh.quiesced.arrive_and_wait();
       // Every ring is drained now: free this executor's frames. The executor itself lives on (refusing
       // posts with ESHUTDOWN, not dangling) until the group is destroyed, and dies on its own thread.
-      if (ex) detail::executor_access::release_frames(*ex);
+      if (ex) detail::executor_core::release_frames(*ex);
       sh.released.count_down();
       sh.dismissed.wait();
     });

@@ -1,4 +1,5 @@
 // message_hub.cpp — raw messages: the registry of live executors, credit windows, the inbox.
+#include "executor/executor_state.hpp"
 #include "messaging/message_hub.hpp"
 
 #include <algorithm>
@@ -80,7 +81,7 @@ struct credit_node final : remote_node {
       : receiver_key(receiver), n(count), closed(is_closed) {
     run = [](remote_node* node) noexcept {
       auto* self = static_cast<credit_node*>(node);
-      message_hub& sender = executor_access::hub(*self->target);
+      message_hub& sender = executor_core::hub(*self->target);
       if (self->closed) {
         sender.on_closed(self->receiver_key, self->n);
       } else {
@@ -120,7 +121,7 @@ void message_hub::leave_registry() noexcept {
 
 message_hub::peer& message_hub::peer_for(executor& target) {
   if (&target == last_target_) return *last_peer_;
-  message_hub& receiver = executor_access::hub(target);
+  message_hub& receiver = executor_core::hub(target);
   peer& p = peers_[receiver.key()];
   if (p.introduced_to != &target) {
     receiver.add_sender(key_);  // before our first message, so that its settle() knows us
@@ -151,8 +152,8 @@ int message_hub::try_send_slow(peer& p, const message& m) noexcept {
 bool message_hub::send_now(peer& p, const message& m) noexcept {
   if (p.by_ring && !route_.queue->closed) {  // closing: the ring may be gone, take the mailbox
     if (p.refusing->load(std::memory_order_acquire)) return false;
-    while (!write_to_ring(p, m)) executor_access::make_sq_room(self_);  // counted in sq_full_flushes
-  } else if (!executor_access::post_raw(self_, *p.target, m)) {
+    while (!write_to_ring(p, m)) executor_core::make_sq_room(self_);  // counted in sq_full_flushes
+  } else if (!executor_core::post_raw(self_, *p.target, m)) {
     return false;
   }
   ++stats_.raw_messages_sent;
@@ -317,14 +318,14 @@ void message_hub::add_sender(std::uint32_t sender_key) noexcept {
 // --- the functions behind uring/message.hpp -----------------------------------------------------------
 
 void park_sender(executor& target, message_waiter& w) {
-  executor_access::hub(executor_access::current("uring::send")).park_sender(target, w);
+  executor_core::hub(executor_access::current("uring::send")).park_sender(target, w);
 }
 
 namespace {
 // The hub behind an inbox of `owner`, which only owner's own thread may use.
 message_hub& inbox_hub(executor& owner) {
   if (running_executor() != &owner) throw std::logic_error("uring::inbox: used off the inbox's executor");
-  return executor_access::hub(owner);
+  return executor_core::hub(owner);
 }
 }  // namespace
 
@@ -349,7 +350,7 @@ void throw_message_error(std::error_code e, const char* what) {
 
 bool handle_alive(std::uint64_t id) noexcept {
   bool accepting = false;
-  registry::instance().with_id(id, [&](executor& ex) { accepting = executor_access::accepts_posts(ex); });
+  registry::instance().with_id(id, [&](executor& ex) { accepting = executor_core::accepts_posts(ex); });
   return accepting;
 }
 
@@ -370,12 +371,12 @@ int try_send_to_handle(std::uint64_t id, const message& m) noexcept {
   executor* from = running_executor();
   if (from == nullptr) return EPERM;
   int e = ESHUTDOWN;
-  registry::instance().with_id(id, [&](executor& to) { e = executor_access::hub(*from).try_send(to, m); });
+  registry::instance().with_id(id, [&](executor& to) { e = executor_core::hub(*from).try_send(to, m); });
   return e;
 }
 
 bool park_sender_at_handle(std::uint64_t id, message_waiter& w) {
-  message_hub& from = executor_access::hub(executor_access::current("uring::send"));
+  message_hub& from = executor_core::hub(executor_access::current("uring::send"));
   return registry::instance().with_id(id, [&](executor& to) { from.park_sender(to, w); });
 }
 

@@ -4,6 +4,7 @@
 // a stream destroyed while the kernel still holds the request leaves the state behind, abandoned, to
 // close what still arrives and free itself. The executor hands every completion of a multishot operation
 // to on_complete, also during its shutdown (operation::multishot), which is what makes that safe.
+#include "executor/executor_state.hpp"
 #include "uring/net/accept_stream.hpp"
 
 #include <sys/socket.h>
@@ -46,7 +47,7 @@ struct accept_state : operation {
     if (!direct) {
       ::close(got);
     } else if (ex != nullptr) {
-      executor_access::empty_slot(*ex, static_cast<unsigned>(got));
+      executor_core::empty_slot(*ex, static_cast<unsigned>(got));
     }
   }
   void drop_ready() noexcept {
@@ -110,7 +111,7 @@ struct accept_state : operation {
     if (final) {
       // Ended by the executor's shutdown: the executor may be gone before the stream is, so forget it;
       // slots not taken close with its table.
-      if (s->ex != nullptr && !executor_access::accepting(*s->ex)) {
+      if (s->ex != nullptr && !executor_core::accepting(*s->ex)) {
         if (s->direct) s->ready.clear();
         s->ex = nullptr;
       }
@@ -163,7 +164,7 @@ std::uint64_t state_wait(const accept_state& s) noexcept { return s.wait; }
 
 executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h, std::int64_t deadline) {
   executor& ex = executor_access::current("accept");
-  if (s->direct && executor_access::direct_files(ex) == 0) {  // the kernel would say ENFILE
+  if (s->direct && executor_core::direct_files(ex) == 0) {  // the kernel would say ENFILE
     throw_direct_error(ENXIO, "accept_all_direct", s->listen_fd, nullptr);
   }
   if (!s->in_flight()) s->arm(ex, s);

@@ -4,6 +4,7 @@
 // kernel requires of memory it is given) and registered with io_uring_register_buf_ring. The buffers
 // follow the slots in the same anonymous mapping: pages are only backed once touched, so a pool costs
 // memory for the buffers that have held data, not for its nominal size.
+#include "executor/executor_state.hpp"
 #include "uring/net/buffer_pool.hpp"
 
 #include <liburing.h>
@@ -67,7 +68,7 @@ pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_
     io_uring_buf_ring_advance(slots, static_cast<int>(n));
     for (unsigned tries = 0; tries < 65536; ++tries) {
       const std::uint16_t g = g_next_group.fetch_add(1, std::memory_order_relaxed);
-      const int r = executor_access::register_buf_ring(e, slots, entries, g);
+      const int r = executor_core::register_buf_ring(e, slots, entries, g);
       if (r == -EEXIST) continue;
       if (r == 0) {
         ring = true;
@@ -109,7 +110,7 @@ void pool_state::give_back(std::uint16_t id) noexcept {
 void pool_state::stop_waiting(pool_waiter& w) noexcept { std::erase(waiters, &w); }
 
 void pool_state::close() noexcept {
-  if (ring) (void)executor_access::unregister_buf_ring(*ex, group);
+  if (ring) (void)executor_core::unregister_buf_ring(*ex, group);
   closed = true;
   std::vector<pool_waiter*> woken;
   woken.swap(waiters);

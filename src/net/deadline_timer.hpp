@@ -16,6 +16,7 @@
 #include <memory>
 #include <utility>
 
+#include "executor/executor_state.hpp"
 #include "uring/detail/operation.hpp"
 #include "uring/executor.hpp"
 
@@ -38,7 +39,7 @@ class deadline_timer final : public operation {
       if (at_ns_ > deadline_ns) cancel(ex);
       return;
     }
-    if (!executor_access::accepting(ex)) return;
+    if (!executor_core::accepting(ex)) return;
     at_ns_ = deadline_ns;
     at_ = {deadline_ns / 1'000'000'000, deadline_ns % 1'000'000'000};
     request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &at_};

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "executor/executor_state.hpp"
 #include "net/buffer_pool_state.hpp"
 #include "net/deadline_timer.hpp"
 #include "uring/error.hpp"
@@ -100,7 +101,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   // into a free buffer, or waits for one to come back. Never wakes the waiter itself; a failure shows as
   // done().
   void start() noexcept {
-    if (pool->closed || !executor_access::accepting(*ex)) {
+    if (pool->closed || !executor_core::accepting(*ex)) {
       error = ECANCELED;
       return;
     }

@@ -4,6 +4,7 @@
 // The operation is flagged multishot so that the executor hands the first completion (flagged kCqeMore)
 // to on_complete rather than ending the operation there, and so that both reach it during a shutdown too
 // (the frame then stays alive until the notification is drained, as for any operation in flight).
+#include "executor/executor_state.hpp"
 #include "uring/detail/send_zc.hpp"
 
 #include <sys/socket.h>
@@ -41,7 +42,7 @@ send_zc_awaitable::send_zc_awaitable(int fd, const_buffer buf, std::uint32_t msg
 
 bool send_zc_awaitable::await_suspend(std::coroutine_handle<> h) {
   executor& ex = executor_access::current("send_zc");
-  if (!executor_access::zero_copy_send(ex)) request.code = op_code::send;  // one completion, same result
+  if (!executor_core::zero_copy_send(ex)) request.code = op_code::send;  // one completion, same result
   ex_ = &ex;
   waiter = h;
   executor_access::submit(ex, *this);
@@ -58,7 +59,7 @@ void send_zc_awaitable::on_complete(operation* self) noexcept {
   if (!zc_completion(*me, me->sent_)) return;
   // Sockets without zero-copy support (unix-domain ones) refuse the op: send a copy instead.
   if (me->res == -EOPNOTSUPP && me->request.code == op_code::send_zc &&
-      executor_access::accepting(*me->ex_)) {
+      executor_core::accepting(*me->ex_)) {
     me->request.code = op_code::send;
     executor_access::submit(*me->ex_, *me);
     return;

@@ -1,4 +1,5 @@
 // tcp_listener.cpp — binding a listening socket, with errors that name the call and the address.
+#include "executor/executor_state.hpp"
 #include "uring/net/tcp_listener.hpp"
 
 #include <sys/socket.h>
@@ -26,7 +27,7 @@ tcp_listener tcp_listener::bind(const address& local, const listen_options& opts
 
 task<direct_fd> tcp_listener::accept_direct() const {
   // Checked here: the kernel answers a missing table as a full one (ENFILE).
-  if (detail::executor_access::direct_files(detail::executor_access::current("accept_direct")) == 0) {
+  if (detail::executor_core::direct_files(detail::executor_access::current("accept_direct")) == 0) {
     detail::throw_direct_error(ENXIO, "accept_direct", fd(), nullptr);
   }
   const io_result r = co_await detail::io_awaitable<int, false>(

@@ -1,5 +1,6 @@
 // tcp_stream.cpp — the composite stream operations: connect_to, read_exactly, write_all (zero-copy for large
 // buffers), send_file.
+#include "executor/executor_state.hpp"
 #include "uring/net/tcp_stream.hpp"
 
 #include <fcntl.h>
@@ -57,7 +58,7 @@ task<void> tcp_stream::write_all(const_buffer buf, std::chrono::nanoseconds time
   const auto* p = static_cast<const std::byte*>(buf.data());
   std::size_t done = 0;
   if (buf.size() >= kZeroCopyThreshold &&
-      detail::executor_access::zero_copy_send(detail::executor_access::current("write_all"))) {
+      detail::executor_core::zero_copy_send(detail::executor_access::current("write_all"))) {
     const std::int64_t deadline = lim.timed() ? detail::monotonic_ns() + lim.left().count() : 0;
     while (done < buf.size()) {
       io_result r = co_await detail::send_zc_step(fd(), const_buffer(p + done, buf.size() - done),

@@ -1,0 +1,145 @@
+// executor/turn.cpp — the loop: run(), poll() for foreign loops, and one turn of it (run what was posted
+// and what is ready, submit everything the turn started in one enter, sleep or spin only when idle, reap).
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "executor/executor_state.hpp"
+
+namespace uring {
+
+// Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
+void executor::impl::submit_and_maybe_sleep() {
+  bool may_sleep = ready.empty() && remote.empty() && !stop_requested.load(std::memory_order_relaxed);
+  if (may_sleep && busy_poll.count() > 0 && spin_until_work()) may_sleep = false;
+  if (!may_sleep) {
+    backend->submit(queue.take_all(), false);
+    return;
+  }
+  arm_wake();
+  sleeping.store(true, std::memory_order_relaxed);
+  backend->submit(queue.take_all(), true);
+  sleeping.store(false, std::memory_order_relaxed);
+}
+
+bool executor::impl::spin_until_work() {
+  backend->submit(queue.take_all(), false);
+  const auto deadline = std::chrono::steady_clock::now() + busy_poll;
+  for (unsigned i = 1;; ++i) {
+    if (backend->poll_completions() || !remote.empty() || stop_requested.load(std::memory_order_relaxed)) {
+      ++stats.busy_poll_hits;
+      return true;
+    }
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      // A peer this thread waits for may be runnable on this very core (more threads than cores):
+      // let it run. Returns at once when nothing else is runnable here.
+      std::this_thread::yield();
+    }
+    __builtin_ia32_pause();
+  }
+}
+
+void executor::impl::run_ready() {
+  if (ready.empty()) return;
+  resumed += ready.size();
+  resuming.swap(ready);
+  for (auto h : resuming) h.resume();
+  resuming.clear();
+}
+
+void executor::run() { run_until_done(nullptr); }
+
+std::size_t executor::poll() {
+  impl& im = *impl_;
+  im.check_owner("executor::poll");
+  if (im.running || detail::running_executor() != nullptr)
+    throw std::logic_error("executor::poll: the loop is already running");
+  if (!im.backend)
+    throw std::logic_error("executor::poll: the executor's ring failed earlier and was closed");
+  detail::set_running_executor(this);
+  struct reset {
+    ~reset() { detail::set_running_executor(nullptr); }
+  } guard;
+  std::size_t before = im.stats.cqes + im.resumed;
+  im.run_remote();
+  im.run_ready();
+  const int notify = im.notify_fd.load(std::memory_order_relaxed);
+  if (notify >= 0) {
+    std::uint64_t v;
+    (void)!::read(notify, &v, sizeof v);  // cleared first: whatever comes after this sets it again
+  }
+  im.run_remote();
+  im.run_ready();
+  im.backend->submit(queue_.take_all(), false);
+  const std::uint64_t reaped = im.stats.cqes;
+  im.reap_and_complete();
+  im.run_ready();
+  // What the resumed coroutines started goes to the kernel now, not at the next poll, which might never
+  // come: operations, and the messages and cancels that the backend queued directly.
+  im.backend->submit(queue_.take_all(), false);
+  if (im.failure) {
+    im.shutdown();
+    std::rethrow_exception(std::exchange(im.failure, nullptr));
+  }
+  // Work left for the next turn keeps the fd readable: coroutines made ready, posts. With DEFER_TASKRUN the
+  // kernel signals only when its deferred list goes from empty to non-empty (and may leave part of a long
+  // list for a later enter), so after reaping anything look once more rather than strand the rest.
+  if (notify >= 0 &&
+      (!im.ready.empty() || !im.remote.empty() ||
+       (im.stats.cqes != reaped && any(im.backend->active_flags() & ring_flags::defer_taskrun)))) {
+    impl::signal(notify);
+  }
+  return im.stats.cqes + im.resumed - before;
+}
+
+bool executor::run_until_done(std::coroutine_handle<> root) {
+  impl& im = *impl_;
+  im.check_owner("executor::run");
+  if (im.running) throw std::logic_error("executor::run: not re-entrant");
+  if (detail::running_executor() != nullptr)
+    throw std::logic_error("executor::run: another executor is running on this thread");
+  if (!im.backend) throw std::logic_error("executor::run: the executor's ring failed earlier and was closed");
+
+  struct running_scope {
+    impl& im;
+    executor* self;
+    running_scope(impl& i, executor* s) : im(i), self(s) {
+      im.running = true;
+      detail::set_running_executor(self);
+    }
+    ~running_scope() {
+      im.running = false;
+      detail::set_running_executor(nullptr);
+    }
+  } scope(im, this);
+
+  if (root) im.ready.push_back(root);
+  try {
+    for (;;) {
+      im.run_remote();
+      im.run_ready();
+      if (im.failure) {
+        im.shutdown();
+        std::rethrow_exception(std::exchange(im.failure, nullptr));
+      }
+      if (root && root.done()) {
+        // Messages the task sent (MSG_RING SQEs) leave now, not whenever the loop runs next.
+        im.backend->flush();
+        return true;
+      }
+      if (im.stop_requested.load(std::memory_order_relaxed) && im.stop_requested.exchange(false)) {
+        im.shutdown();
+        return false;
+      }
+      im.submit_and_maybe_sleep();
+      im.reap_and_complete();
+    }
+  } catch (...) {
+    // The loop itself failed (the ring refused an enter): make frames safe before the caller frees them.
+    if (queue_.inflight > 0 || im.spawned.next != &im.spawned) im.shutdown();
+    throw;
+  }
+}
+
+}  // namespace uring

@@ -1,0 +1,80 @@
+// executor/wakeup.cpp — work posted from other threads: the remote queue, waking a sleeping owner (the
+// doorbell or its eventfd), stop(), and refusing posts once the executor no longer drains them.
+#include <mutex>
+
+#include "executor/executor_state.hpp"
+
+namespace uring {
+
+void executor::impl::on_wake(detail::operation* op) noexcept {
+  // Re-armed the next time the loop is about to sleep.
+  static_cast<wake_op*>(op)->owner->wake_armed = false;
+}
+
+void executor::impl::arm_wake() {
+  if (wake_armed) return;
+  wake_read.complete = &on_wake;
+  wake_read.owner = this;
+  wake_read.request = {
+      .code = detail::op_code::read, .fd = wake_fd, .len = sizeof wake_value, .addr = &wake_value};
+  queue.push(wake_read);
+  wake_armed = true;
+}
+
+void executor::impl::run_remote() noexcept {
+  for (detail::remote_node* n = remote.take_all(); n != nullptr;) {
+    detail::remote_node* next = n->next;  // run() may let the poster free the node
+    if (queue.closed && n->discard != nullptr) {
+      n->discard(n);
+    } else {
+      n->run(n);
+    }
+    n = next;
+  }
+}
+
+void executor::impl::refuse_posts() {
+  std::lock_guard lock(post_mutex);
+  refusing_posts = true;
+  refusing_messages.store(true, std::memory_order_release);
+}
+
+void executor::impl::wake() noexcept {
+  if (doorbell_fd < 0 || detail::send_msg_ring_from_anywhere(doorbell_fd, detail::kDoorbellTag) != 0)
+    signal(wake_fd);
+  if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);  // a foreign loop may drive us
+}
+
+void executor::stop() noexcept {
+  impl_->stop_requested.store(true, std::memory_order_seq_cst);
+  impl_->wake();  // rare enough to wake unconditionally
+}
+
+namespace detail {
+
+void executor_access::post_remote(executor& ex, remote_node& node) noexcept {
+  auto& im = *ex.impl_;
+  if (im.remote.push(node)) im.wake();
+}
+
+void executor_access::drain_remote(executor& ex) noexcept { ex.impl_->run_remote(); }
+
+bool executor_access::try_post(executor& ex, remote_node& node) noexcept {
+  auto& im = *ex.impl_;
+  std::lock_guard lock(im.post_mutex);
+  if (im.refusing_posts) return false;
+  if (im.remote.push(node)) im.wake();
+  return true;
+}
+
+bool executor_access::try_post_home(executor& home, remote_node& node) noexcept {
+  return !group_stopping(home) && try_post(home, node);
+}
+
+bool executor_access::asleep(const executor& ex) noexcept {
+  return ex.impl_->sleeping.load(std::memory_order_relaxed);
+}
+
+}  // namespace detail
+
+}  // namespace uring
