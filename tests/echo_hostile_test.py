@@ -15,62 +15,21 @@ import select
 import signal
 import socket
 import struct
-import subprocess
 import sys
-import threading
 import time
+
+from sample_server import FAILURES, Server, check, connect
 
 RSS_BOUND = 64 << 20  # bytes: a 16 KiB buffer per connection (or a leased pool) and little else
 IDLE = 2.0  # --idle-timeout: slowloris, idle and hog connections are all closed by it
-FAILURES = []
-
-
-def check(ok, what):
-    if not ok:
-        FAILURES.append(what)
-        print("FAIL: " + what, flush=True)
-    return ok
-
-
-class Echo:
-    def __init__(self, program, backend, recv):
-        argv = [program, "--port", "0", "--backend", backend, "--idle-timeout", str(IDLE), "--drain-timeout", "2"]
-        if recv:
-            argv += ["--recv", recv]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 15)
-        banner = self.proc.stdout.readline().decode() if ready else ""
-        if "127.0.0.1:" not in banner:
-            self.kill()
-            sys.exit("no banner: %r" % banner)
-        print(banner.strip())
-        self.port = int(banner.split("127.0.0.1:")[1].split()[0])
-        self.peak_rss = 0
-        # stderr is read as it comes, so that the server never blocks on a full pipe.
-        self.errors = []
-        self.reader = threading.Thread(target=lambda: self.errors.extend(self.proc.stderr), daemon=True)
-        self.reader.start()
-
-    def fds(self):
-        return len(os.listdir("/proc/%d/fd" % self.proc.pid))
-
-    def rss(self):
-        with open("/proc/%d/status" % self.proc.pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    value = int(line.split()[1]) * 1024
-                    self.peak_rss = max(self.peak_rss, value)
-                    return value
-        return 0
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def connect(port):
-    return socket.create_connection(("127.0.0.1", port), timeout=10)
+def start(program, backend, recv):
+    argv = [program, "--port", "0", "--backend", backend, "--idle-timeout", str(IDLE), "--drain-timeout", "2"]
+    server = Server(argv + (["--recv", recv] if recv else []))
+    if server.port is None:
+        server.kill()
+        sys.exit("no banner: %r; stderr: %s" % (server.banner, server.stderr_text()))
+    print(server.banner)
+    return server
 
 
 def echo_round(port, data, limit=10.0):
@@ -133,7 +92,7 @@ def main():
     print("seed %d" % seed, flush=True)
     rng = random.Random(seed)
     began = time.monotonic()
-    server = Echo(args.program, args.backend, args.recv)
+    server = start(args.program, args.backend, args.recv)
     held = []
     try:
         baseline_fds = server.fds()  # before any connection: the listener, the ring, the signalfd...
@@ -225,13 +184,10 @@ def main():
         check(server.fds() == baseline_fds, "fds %d, baseline %d" % (server.fds(), baseline_fds))
         check(server.peak_rss < RSS_BOUND, "peak RSS %d KiB over the bound" % (server.peak_rss >> 10))
         server.proc.send_signal(signal.SIGTERM)
-        try:
-            status = server.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            status = None
+        status = server.wait(15)
         check(status == 0, "exit status %s after SIGTERM" % status)
-        server.reader.join(timeout=5)
-        err = b"".join(server.errors).decode(errors="replace")
+        server.finish()
+        err = server.stderr_text()
         check("a connection ended" not in err, "unexpected connection errors: " + err[-500:])
     finally:
         for _, s in held:

@@ -19,7 +19,6 @@ Every wait is bounded; the servers are killed (by pid) on every exit path.
 import argparse
 import fcntl
 import os
-import resource
 import select
 import signal
 import socket
@@ -28,81 +27,9 @@ import subprocess
 import sys
 import tempfile
 import termios
-import threading
 import time
 
-FAILURES = []
-
-
-def check(ok, what):
-    if not ok:
-        FAILURES.append(what)
-        print("FAIL: " + what, flush=True)
-    return ok
-
-
-class Server:
-    """The sample as a child process; stderr is collected line by line with arrival times."""
-
-    def __init__(self, argv, nofile=None):
-        # The fd limit is set before the program starts: a multishot accept armed earlier keeps the limit
-        # it was armed under.
-        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit)
-        self.lines = []  # (monotonic time, stderr line)
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read_stderr, daemon=True)
-        self.reader.start()
-        self.banner = self._first_line(15.0)
-        self.port = None
-        if "127.0.0.1:" in self.banner:
-            self.port = int(self.banner.split("127.0.0.1:")[1].split()[0])
-
-    def _read_stderr(self):
-        for raw in self.proc.stderr:
-            with self.lock:
-                self.lines.append((time.monotonic(), raw.decode(errors="replace").rstrip("\n")))
-
-    def _first_line(self, limit):
-        ready, _, _ = select.select([self.proc.stdout], [], [], limit)
-        return self.proc.stdout.readline().decode(errors="replace").rstrip("\n") if ready else ""
-
-    def stderr_lines(self):
-        with self.lock:
-            return list(self.lines)
-
-    def stderr_text(self):
-        return "\n".join(line for _, line in self.stderr_lines())
-
-    def wait_for_stderr(self, needle, limit):
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline:
-            if needle in self.stderr_text():
-                return True
-            time.sleep(0.05)
-        return False
-
-    def wait(self, limit):
-        """The exit status, or None if it is still running after `limit` seconds."""
-        try:
-            return self.proc.wait(timeout=limit)
-        except subprocess.TimeoutExpired:
-            return None
-
-    def finish(self):
-        """Waits for stderr's end once the process is gone (the reader thread then has every line)."""
-        self.reader.join(timeout=5)
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def connect(port, timeout=10.0):
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    return s
-
+from sample_server import FAILURES, Server, check, connect, report
 
 def recv_exactly(s, n, limit):
     """Up to n bytes; fewer when the stream ends, resets or `limit` seconds pass. Returns (bytes, why)."""
@@ -239,17 +166,13 @@ def check_fin(args, root):
         server.kill()
 
 
-def fd_count(pid):
-    return len(os.listdir("/proc/%d/fd" % pid))
-
-
 def check_emfile(args, root):
     limit = 40
     server = start(args, args.kind, args.backend, [], root, nofile=limit)
     clients = []
     try:
         pid = server.proc.pid
-        baseline = fd_count(pid)
+        baseline = server.fds()
         check(baseline < limit - 4, "%d fds open at start, limit %d" % (baseline, limit))
         for _ in range(limit + 20):  # the ones past the limit wait in the listener's backlog
             clients.append(connect(server.port))
@@ -267,9 +190,9 @@ def check_emfile(args, root):
         clients = []
         check(served(args.kind, server.port), "a new client is not served once fds are back")
         deadline = time.monotonic() + 15
-        while fd_count(pid) > baseline and time.monotonic() < deadline:
+        while server.fds() > baseline and time.monotonic() < deadline:
             time.sleep(0.05)
-        check(fd_count(pid) == baseline, "fds: %d, baseline %d" % (fd_count(pid), baseline))
+        check(server.fds() == baseline, "fds: %d, baseline %d" % (server.fds(), baseline))
         server.proc.send_signal(signal.SIGTERM)
         check(server.wait(15) == 0, "exit status after SIGTERM")
     finally:
@@ -327,10 +250,7 @@ def main():
             f.write(b"b" * (32 << 20))
         {"drain": check_drain, "fin": check_fin, "emfile": check_emfile, "unavailable": check_unavailable}[args.check](
             args, root)
-    if FAILURES:
-        print("%d check(s) failed" % len(FAILURES))
-        sys.exit(1)
-    print("ok")
+    report()
 
 
 if __name__ == "__main__":
