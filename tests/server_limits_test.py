@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""server_limits_test.py PROGRAM echo|http BACKEND CHECK [--seccomp-exec HELPER]
+"""server_limits_test.py PROGRAM echo|http|fiber-echo BACKEND CHECK [--seccomp-exec HELPER]
 
-Runs uring-echo or uring-http (PROGRAM, KIND) on a free port with --backend BACKEND and checks one of the
+Runs uring-echo, uring-http or uring-fiber-echo (PROGRAM, KIND; the fiber echo for emfile and unavailable
+only) on a free port with --backend BACKEND and checks one of the
 shared server skeleton's limits (samples/server.hpp), as a client sees them:
 
   drain        a client that never reads, with a large reply pending, does not hold the process after
@@ -56,7 +57,7 @@ def served(kind, port):
     """True when a new client gets its answer (echo: its bytes back; http: GET / -> hello)."""
     try:
         with connect(port) as s:
-            if kind == "echo":
+            if kind != "http":
                 s.sendall(b"still serving")
                 data, _ = recv_exactly(s, 13, 10.0)
                 return data == b"still serving"
@@ -239,7 +240,7 @@ def check_unavailable(args, root):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("program")
-    p.add_argument("kind", choices=["echo", "http"])
+    p.add_argument("kind", choices=["echo", "http", "fiber-echo"])
     p.add_argument("backend", choices=["native", "emulated"])
     p.add_argument("check", choices=["drain", "fin", "emfile", "unavailable"])
     p.add_argument("--seccomp-exec")
