@@ -11,7 +11,8 @@ shared server skeleton's limits (samples/server.hpp), as a client sees them:
                they read: every one gets its message back, then an orderly end of stream (no reset).
   emfile       with RLIMIT_NOFILE lowered on the running server and clients holding every fd, the accept
                failures are logged at most about once a second, and once the clients leave a new one is served.
-  unavailable  (BACKEND is ignored) io_uring_setup blocked by seccomp (HELPER, ENOSYS and EPERM): --backend
+  unavailable  (BACKEND is ignored) io_uring_setup blocked by seccomp (HELPER, ENOSYS and EPERM), or refused
+               for want of locked memory (setpriv without CAP_IPC_LOCK, prlimit --memlock=0): --backend
                native exits non-zero at once with the reason and never says "listening"; --backend auto
                serves on the emulated backend and says why on stderr; --backend emulated serves quietly.
 
@@ -21,6 +22,7 @@ import argparse
 import fcntl
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -206,9 +208,18 @@ def check_unavailable(args, root):
     if not args.seccomp_exec:
         sys.exit("unavailable: --seccomp-exec HELPER is required")
     extra = ["--root", root] if args.kind == "http" else []
-    for err in ("ENOSYS", "EPERM"):
+    ways = [("ENOSYS", [args.seccomp_exec, "ENOSYS"]), ("EPERM", [args.seccomp_exec, "EPERM"])]
+    release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
+    charged = release < (5, 12) or release >= (6, 13)  # kernels that charge rings to RLIMIT_MEMLOCK
+    if charged and shutil.which("setpriv") and shutil.which("prlimit"):
+        # No CAP_IPC_LOCK and no locked memory: the ring's memory is refused (kernels before 5.12, 6.13+).
+        ways.append(("ENOMEM", ["setpriv", "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock", "prlimit",
+                                "--memlock=0:0", "--"]))
+    else:
+        print("the locked-memory case is skipped (kernel %s, or setpriv/prlimit missing)" % os.uname().release)
+    for err, wrapper in ways:
         # Demanded natively: refused at start, with the reason, and no "listening".
-        argv = [args.seccomp_exec, err, args.program, "--port", "0", "--backend", "native"] + extra
+        argv = wrapper + [args.program, "--port", "0", "--backend", "native"] + extra
         try:
             proc = subprocess.run(argv, capture_output=True, timeout=20, text=True)
             print("native under %s: exit %d, stderr %r" % (err, proc.returncode, proc.stderr.strip()))
@@ -219,7 +230,7 @@ def check_unavailable(args, root):
             check(False, "%s native: still running after 20 s; stdout %r" % (err, e.stdout))
         # auto: the emulated backend, and why; emulated: the same, nothing to explain.
         for backend, says in (("auto", "backend: emulated, because io_uring_setup: " + err), ("emulated", None)):
-            server = Server([args.seccomp_exec, err, args.program, "--port", "0", "--backend", backend] + extra)
+            server = Server(wrapper + [args.program, "--port", "0", "--backend", backend] + extra)
             try:
                 check("emulated backend" in server.banner, "%s %s: banner %r" % (err, backend, server.banner))
                 if server.port is not None:
