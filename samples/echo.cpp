@@ -1,15 +1,19 @@
 // uring-echo: a TCP echo server, thread-per-core, on io_uring or its epoll emulation.
 //
 //   uring-echo [--address 127.0.0.1] [--port 7000] [--threads 1] [--backend auto|native|emulated]
-//              [--idle-timeout SECONDS] [--accept reuseport|one] [--recv leased|copy]
+//              [--idle-timeout SECONDS] [--drain-timeout SECONDS] [--accept reuseport|one] [--recv
+//              leased|copy]
 //
 // Each of the --threads executors runs on its own thread with its own SO_REUSEPORT listener on the same
 // port (the kernel spreads connections among them) and one multishot accept; with --accept one, the first
 // thread alone listens and hands each connection to the threads in turn. `--port 0` binds a free
 // port; the first line on stdout says which ("uring-echo: listening on 127.0.0.1:PORT ..."). A connection
 // idle for --idle-timeout seconds (default 60; 0: never), reading or writing, is closed. SIGTERM or
-// SIGINT (read from a signalfd) drains: every executor stops accepting, lets the echoes in progress
-// finish, closes its connections, and the program exits 0. --recv leased (the default where the kernel
+// SIGINT (read from a signalfd) drains: every executor stops accepting and ends each connection's input,
+// so the bytes already received are echoed and the connection closes with a FIN; connections still open
+// after --drain-timeout seconds (default 5) are closed, and the program exits 0. A failed accept (out of
+// fds) is retried after 10 ms, doubling to 1 s, and logged at most once a second. --backend native where
+// io_uring is unusable exits 1 at start with the reason. --recv leased (the default where the kernel
 // has provided-buffer rings) receives into 16 KiB buffers leased from a pool of 512 per executor, so an
 // idle connection holds no receive buffer; --recv copy reads into a 16 KiB buffer of each connection's own.
 #include <array>
@@ -35,19 +39,28 @@ struct config {
 };
 
 [[noreturn]] void usage(int code) {
-  std::fprintf(code == 0 ? stdout : stderr,
-               "usage: uring-echo [--address IP] [--port N] [--threads N] [--backend auto|native|emulated]\n"
-               "                  [--idle-timeout SECONDS] [--accept reuseport|one] [--recv leased|copy]\n"
-               "  --address       IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
-               "  --port          TCP port (default 7000; 0 picks a free one, printed at start)\n"
-               "  --threads       executors, each on its own thread with its own SO_REUSEPORT listener (default 1)\n"
-               "  --backend       io_uring (native), its epoll emulation, or auto (default)\n"
-               "  --idle-timeout  close a connection idle this long (default 60; 0: never)\n"
-               "  --accept        reuseport: a listener per thread (default); one: the first thread accepts and\n"
-               "                  hands each connection to the threads in turn\n"
-               "  --recv          leased: chunks leased from a buffer pool per executor, idle connections hold no\n"
-               "                  buffer (default where the kernel has buffer rings); copy: a buffer per connection\n"
-               "SIGTERM/SIGINT: stop accepting, finish the echoes in progress, exit 0.\n");
+  std::fprintf(
+      code == 0 ? stdout : stderr,
+      "usage: uring-echo [--address IP] [--port N] [--threads N] [--backend auto|native|emulated]\n"
+      "                  [--idle-timeout SECONDS] [--drain-timeout SECONDS] [--accept reuseport|one]\n"
+      "                  [--recv leased|copy]\n"
+      "  --address        IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
+      "  --port           TCP port (default 7000; 0 picks a free one, printed at start)\n"
+      "  --threads        executors, each on its own thread with its own SO_REUSEPORT listener (default 1)\n"
+      "  --backend        io_uring (native), its epoll emulation, or auto (default; stderr says which and\n"
+      "                   why); native where io_uring is unusable: exit 1 at start with the reason\n"
+      "  --idle-timeout   close a connection idle this long, waiting to read or to write (default 60; 0: "
+      "never)\n"
+      "  --drain-timeout  after SIGTERM/SIGINT, close the connections still open after this long (default "
+      "5;\n"
+      "                   0: at once); a write cut short resets its connection\n"
+      "  --accept         reuseport: a listener per thread (default); one: the first thread accepts and\n"
+      "                   hands each connection to the threads in turn\n"
+      "  --recv           leased: chunks leased from a buffer pool per executor, idle connections hold no\n"
+      "                   buffer (default where the kernel has buffer rings); copy: a buffer per connection\n"
+      "SIGTERM/SIGINT: stop accepting; each connection's input ends, the bytes already received are echoed,\n"
+      "then it closes with a FIN; exit 0 within --drain-timeout.\n"
+      "A failed accept (out of fds): retried after 10 ms, doubling to 1 s; logged at most once a second.\n");
   std::exit(code);
 }
 
@@ -74,22 +87,24 @@ void report_unexpected(int res) {
   }
 }
 
-// Echoes until the peer ends the stream, fails, idles too long, or the drain ends a read that waits.
-// A write in progress is never cancelled: what was read is echoed before the connection closes.
+// Echoes until the peer ends the stream, fails or idles too long. At the drain the input ends (what arrived
+// before it is still echoed, then the connection closes with a FIN); at the drain deadline every read and
+// write ends (worker::abort), and a write cut short resets the connection.
 task<void> serve_connection(tcp_stream s, sample::worker* w, std::chrono::milliseconds idle) {
   std::array<char, 16384> buf;
   try {
+    sample::input_ends_at_drain drained(s, *w);
     for (;;) {
-      auto read = uring::with_stop_token(s.read_some(buf).nothrow(), w->drain.get_token());
-      uring::io_result r = idle.count() > 0 ? co_await uring::with_timeout(std::move(read), idle)
-                                            : co_await std::move(read);
+      auto read = uring::with_stop_token(s.read_some(buf).nothrow(), w->abort.get_token());
+      uring::io_result r =
+          idle.count() > 0 ? co_await uring::with_timeout(std::move(read), idle) : co_await std::move(read);
       if (r.res <= 0) {
         report_unexpected(r.res);
         break;
       }
       // A peer that stops reading is idle too: the write gets the same limit.
       co_await s.write_all(std::span(buf.data(), static_cast<std::size_t>(r.res)),
-                           idle.count() > 0 ? idle : uring::net::no_timeout);
+                           idle.count() > 0 ? idle : uring::net::no_timeout, w->abort.get_token());
     }
   } catch (const std::system_error&) {
     // The peer went away in the middle of an echo: nothing to tell it.
@@ -101,8 +116,9 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, std::chrono::millis
 // each chunk is sent on from the buffer it arrived in.
 task<void> serve_leased(tcp_stream s, sample::worker* w, std::chrono::milliseconds idle) {
   try {
+    sample::input_ends_at_drain drained(s, *w);
     for (;;) {
-      auto read = uring::with_stop_token(s.recv(*w->pool).nothrow(), w->drain.get_token());
+      auto read = uring::with_stop_token(s.recv(*w->pool).nothrow(), w->abort.get_token());
       // Not a co_await in each arm of ?: — with g++ 12 (release) that form, whose result owns a lease,
       // crashed at shutdown: the pool's state was gone under ~buffer_pool.
       uring::net::recv_result r;
@@ -115,7 +131,7 @@ task<void> serve_leased(tcp_stream s, sample::worker* w, std::chrono::millisecon
         report_unexpected(r.res);
         break;
       }
-      co_await s.write_all(r.buffer, idle.count() > 0 ? idle : uring::net::no_timeout);
+      co_await s.write_all(r.buffer, idle.count() > 0 ? idle : uring::net::no_timeout, w->abort.get_token());
     }
   } catch (const std::system_error&) {
     // The peer went away in the middle of an echo: nothing to tell it.

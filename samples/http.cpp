@@ -63,6 +63,8 @@ struct config {
                "  --header-timeout   a request must arrive whole within this many seconds (default 10): 408\n"
                "  --recv             leased: chunks leased from a buffer pool per executor, idle connections hold\n"
                "                     no buffer (default where the kernel has buffer rings); copy: read per connection\n"
+               "  --drain-timeout    after SIGTERM/SIGINT, close the connections still open after this long\n"
+               "                     (default 5; 0: at once)\n"
                "GET / -> hello; GET|HEAD /file/NAME -> the file NAME under --root.\n"
                "SIGTERM/SIGINT: stop accepting, answer the requests received, exit 0.\n");
   std::exit(code);
@@ -240,8 +242,8 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
         }
       }
       if (!out.empty()) {
-        // Not cancelled by the drain: requests received are answered.
-        co_await s.write_all(std::span(out.data(), out.size()), write_timeout);
+        // Not cancelled by the drain, only at its deadline: requests received are answered.
+        co_await s.write_all(std::span(out.data(), out.size()), write_timeout, w->abort.get_token());
         out.clear();
       }
       if (!open) break;

@@ -2,12 +2,17 @@
 // server_setup.hpp, which uring-kv uses directly).
 //
 // Provides: sample::server_flags and sample::flag_reader (the common flags --address, --port, --threads,
-// --backend, --accept one|reuseport, --recv leased|copy and the parsing of numbers), sample::worker and sample::connection_finished (one executor's
-// connections and its drain), and sample::run_server, which binds one SO_REUSEPORT listener per thread,
-// runs an executor per thread with a multishot accept loop that spawns handler(stream, worker*) (or, with
-// --accept one, one listener on the first thread handing connections to every thread in turn), prints
-// "<name>: listening on ADDRESS (N threads, BACKEND backend, leased|copy recv)", and on SIGTERM/SIGINT (a signalfd) drains:
-// stop accepting, let every connection finish, exit status 0 (1 if a worker failed).
+// --backend, --accept one|reuseport, --recv leased|copy, --drain-timeout and the parsing of numbers),
+// sample::worker, sample::input_ends_at_drain and sample::connection_finished (one executor's connections
+// and its drain), and sample::run_server, which binds one SO_REUSEPORT listener per thread, runs an
+// executor per thread with a multishot accept loop that spawns handler(stream, worker*) (or, with --accept
+// one, one listener on the first thread handing connections to every thread in turn), prints
+// "<name>: listening on ADDRESS (N threads, BACKEND backend, leased|copy recv)", and on SIGTERM/SIGINT (a
+// signalfd) drains: stop accepting, let every connection finish within --drain-timeout, end the ones still
+// open then (worker::abort), exit status 0 (1 if a worker failed). An executor that cannot start (io_uring
+// demanded but unusable) ends the program at once, status 1, with the reason and no "listening" line.
+// A failed accept (out of fds) is retried after a backoff and logged at most once a second
+// (samples::accept_backoff).
 // Threads: run_server is called once, from main. A worker belongs to its executor's thread, except that
 // main posts the drain to it; a handler and connection_finished run on the worker's thread.
 #pragma once
@@ -24,9 +29,9 @@
 #include <cstring>
 #include <functional>
 #include <latch>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +57,8 @@ struct server_flags {
   // where the executor has buffer rings, copy elsewhere (there the pool would cost a poll per receive).
   enum class recv_kind { automatic, leased, copy } recv = recv_kind::automatic;
   uring::net::buffer_pool::options pool{};  // the pool's buffers: each sample picks its own
+  // How long a drain waits for connections to finish before it ends the rest (worker::abort).
+  std::chrono::milliseconds drain_timeout{5000};
 };
 
 // Walks argv: flag() is the current argument, value() and number() consume the one after it; a missing
@@ -81,7 +88,8 @@ class flag_reader {
     char* end = nullptr;
     double d = std::strtod(v.c_str(), &end);
     if (v.empty() || *end != '\0' || d < lo || d > hi) {
-      std::fprintf(stderr, "%s: %s: '%s' is not a number in [%g, %g]\n", program_, flag_.c_str(), v.c_str(), lo, hi);
+      std::fprintf(stderr, "%s: %s: '%s' is not a number in [%g, %g]\n", program_, flag_.c_str(), v.c_str(),
+                   lo, hi);
       usage_(2);
     }
     return d;
@@ -115,6 +123,8 @@ class flag_reader {
         usage_(2);
       }
       f.recv = r == "leased" ? server_flags::recv_kind::leased : server_flags::recv_kind::copy;
+    } else if (flag_ == "--drain-timeout") {
+      f.drain_timeout = std::chrono::milliseconds(static_cast<long>(number(0, 1e6) * 1000));
     } else if (flag_ == "--help" || flag_ == "-h") {
       usage_(0);
     } else {
@@ -140,11 +150,16 @@ class flag_reader {
 
 // One executor's share of the server: its connections and the drain.
 struct worker {
-  std::stop_source drain;  // requested on the worker's own thread: stop accepting, end waiting reads
-  int live = 0;            // connections being served
-  std::coroutine_handle<> drained;  // the accept loop, waiting for the last connection to finish
+  std::stop_source drain;  // requested on the worker's own thread: stop accepting, end connections' input
+  // Requested on the worker's thread at the drain deadline: a handler must then end every operation it
+  // has in flight (pass the token to its reads and writes), so that the process exits in bounded time.
+  std::stop_source abort;
+  int live = 0;                          // connections being served
+  std::coroutine_handle<> drained;       // the accept loop, waiting for the last connection to finish
+  std::stop_source* all_done = nullptr;  // the drain's wait for the last connection, while it waits
   std::mutex mutex;
   uring::executor* ex = nullptr;  // null once the executor is gone (guarded by mutex)
+  std::string start_failure;      // why the executor could not start (written before the start latch)
   std::string failure;
   int handed_in = 0;  // --accept one: connections handed to this worker (its thread's count)
   // The executor's receive buffers, shared by its connections (--recv leased); null: each connection
@@ -154,10 +169,28 @@ struct worker {
 
 // Every connection the accept loop spawns calls this once, last, on the worker's thread.
 inline void connection_finished(worker& w) {
-  if (--w.live == 0 && w.drained) {
-    uring::executor::current()->post([h = std::exchange(w.drained, {})] { h.resume(); });
-  }
+  if (--w.live > 0) return;
+  if (w.all_done != nullptr) w.all_done->request_stop();
+  if (w.drained) uring::executor::current()->post([h = std::exchange(w.drained, {})] { h.resume(); });
 }
+
+// A handler's guard: at the drain, shuts down the connection's receiving side (shutdown(SHUT_RD)), which
+// wakes a waiting read on either backend. Reads then return the bytes that had arrived, then end of
+// stream: what a peer sent before the drain is still answered, and the close finds nothing unread, so it
+// is an orderly FIN (a close with unread bytes would reset the connection and could destroy the answer).
+// Construct it on the worker's thread, after the stream and before its reads; it must not outlive them.
+class input_ends_at_drain {
+ public:
+  input_ends_at_drain(const uring::net::tcp_stream& s, worker& w)
+      : callback_(w.drain.get_token(), shut{s.fd()}) {}
+
+ private:
+  struct shut {
+    int fd;
+    void operator()() const noexcept { ::shutdown(fd, SHUT_RD); }
+  };
+  std::stop_callback<shut> callback_;
+};
 
 namespace detail {
 
@@ -197,6 +230,23 @@ void hand_off(dispatch& d, uring::net::tcp_stream s, const Handler& handler) {
   }
 }
 
+// Waits for the worker's connections to finish, at most `limit`; then ends the ones left (worker::abort)
+// and waits for them, which their handlers make prompt.
+inline uring::task<void> wind_down(const char* program, worker* w, std::chrono::milliseconds limit) {
+  if (w->live > 0 && limit.count() > 0) {
+    std::stop_source done;
+    w->all_done = &done;
+    co_await uring::with_stop_token(uring::sleep_for(limit).nothrow(), done.get_token());
+    w->all_done = nullptr;
+  }
+  if (w->live > 0) {
+    std::fprintf(stderr, "%s: drain: %d connection%s still open after %g s: closing\n", program, w->live,
+                 w->live == 1 ? "" : "s", static_cast<double>(limit.count()) / 1000);
+    w->abort.request_stop();
+  }
+  co_await all_finished{w};
+}
+
 // Resumes a worker without a listener (--accept one) once the drain is requested.
 struct drain_requested {
   worker* w;
@@ -214,13 +264,14 @@ struct drain_requested {
 // The handler is a parameter, so it lives in this coroutine's frame while connections are spawned.
 template <class Handler>
 uring::task<void> accept_loop(const char* program, const uring::net::tcp_listener* listener, worker* w,
-                              Handler handler, dispatch* d) {
+                              Handler handler, dispatch* d, std::chrono::milliseconds drain_limit) {
   if (listener == nullptr) {
     co_await drain_requested{w, {}};
-    co_await all_finished{w};
+    co_await wind_down(program, w, drain_limit);
     co_return;
   }
   auto connections = listener->accept_all();
+  samples::accept_backoff backoff;
   while (!w->drain.stop_requested()) {
     uring::net::tcp_stream s;
     bool failed = false;
@@ -228,13 +279,19 @@ uring::task<void> accept_loop(const char* program, const uring::net::tcp_listene
       s = co_await connections.next(w->drain.get_token());
     } catch (const std::system_error& e) {
       if (w->drain.stop_requested()) break;
-      // Out of fds and the like: say so and go on; the connection waits in the backlog meanwhile.
-      std::fprintf(stderr, "%s: %s\n", program, e.what());
+      // Out of fds and the like: say so (rate-limited) and retry later; the connection waits in the
+      // backlog meanwhile.
+      const std::string line = backoff.failed(program, e.what());
+      if (!line.empty()) std::fputs(line.c_str(), stderr);
       failed = true;
     }
     if (failed) {
-      co_await uring::sleep_for(std::chrono::milliseconds(10));
+      co_await uring::with_stop_token(uring::sleep_for(backoff.delay()).nothrow(), w->drain.get_token());
       continue;
+    }
+    if (backoff.delay().count() > 0) {
+      const std::string line = backoff.succeeded(program);
+      if (!line.empty()) std::fputs(line.c_str(), stderr);
     }
     if (!d->targets.empty()) {
       hand_off(*d, std::move(s), handler);
@@ -243,7 +300,7 @@ uring::task<void> accept_loop(const char* program, const uring::net::tcp_listene
     ++w->live;
     uring::spawn(handler(std::move(s), w));
   }
-  co_await all_finished{w};
+  co_await wind_down(program, w, drain_limit);
 }
 
 template <class Handler>
@@ -266,7 +323,7 @@ void run_worker(const char* program, const uring::net::tcp_listener* listener, w
     started->count_down();
     started = nullptr;
     try {
-      ex.run(accept_loop(program, listener, w, handler, d));
+      ex.run(accept_loop(program, listener, w, handler, d, f->drain_timeout));
     } catch (...) {
       std::lock_guard lock(w->mutex);
       w->ex = nullptr;
@@ -275,8 +332,12 @@ void run_worker(const char* program, const uring::net::tcp_listener* listener, w
     std::lock_guard lock(w->mutex);
     w->ex = nullptr;
   } catch (const std::exception& e) {
-    w->failure = e.what();
-    if (started != nullptr) started->count_down();
+    if (started != nullptr) {
+      w->start_failure = e.what();
+      started->count_down();
+    } else {
+      w->failure = e.what();
+    }
   }
 }
 
@@ -326,10 +387,35 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
                          &dispatch, &started);
   }
   started.wait();
+  const auto drain_all = [&] {
+    for (auto& w : workers) {
+      std::lock_guard lock(w->mutex);
+      if (w->ex == nullptr) continue;
+      try {
+        w->ex->post([wp = w.get()] { wp->drain.request_stop(); });
+      } catch (const std::system_error&) {
+        // It stopped already.
+      }
+    }
+    for (auto& t : threads) t.join();
+    ::close(signal_fd);
+  };
+  // An executor that could not start (the native backend demanded where io_uring is unusable, say) ends
+  // the program now, with the reason: a server that says "listening" must serve.
+  for (auto& w : workers) {
+    if (w->start_failure.empty()) continue;
+    std::fprintf(stderr, "%s: %s\n", program, w->start_failure.c_str());
+    drain_all();
+    return 1;
+  }
   std::string backend = "?";
   {
     std::lock_guard lock(workers.front()->mutex);
-    if (workers.front()->ex != nullptr) backend = to_string(workers.front()->ex->plan().backend);
+    if (workers.front()->ex != nullptr) {
+      const uring::executor_plan& plan = workers.front()->ex->plan();
+      backend = to_string(plan.backend);
+      std::fputs(samples::backend_choice(program, plan, f.backend).c_str(), stderr);
+    }
   }
   // Every worker decides alike (same flags, same kernel): the first one's choice is everyone's.
   const char* recv = workers.front()->pool != nullptr ? "leased" : "copy";
@@ -339,17 +425,7 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
 
   const int signo = samples::wait_for_termination(signal_fd);
   std::fprintf(stderr, "%s: %s: draining\n", program, strsignal(signo));
-  for (auto& w : workers) {
-    std::lock_guard lock(w->mutex);
-    if (w->ex == nullptr) continue;
-    try {
-      w->ex->post([wp = w.get()] { wp->drain.request_stop(); });
-    } catch (const std::system_error&) {
-      // It stopped already.
-    }
-  }
-  for (auto& t : threads) t.join();
-  ::close(signal_fd);
+  drain_all();
   if (f.accept_one) {
     std::string counts;
     for (auto& w : workers) counts += " " + std::to_string(w->handed_in);

@@ -1,18 +1,25 @@
 // samples/server_setup.hpp — what the thread-per-core server samples (uring-echo, uring-kv) do before their
-// executors start: block SIGTERM/SIGINT for a signalfd, and bind one SO_REUSEPORT listener per executor.
+// executors start: block SIGTERM/SIGINT for a signalfd, and bind one SO_REUSEPORT listener per executor;
+// and two things their accept loops and banners share: the backoff after a failed accept, and the line that
+// says which backend was chosen and why.
 //
-// Provides: samples::termination_signalfd, samples::wait_for_termination, samples::bind_reuseport, samples::parse_backend.
-// Threads: call them from main() before any thread starts (the signal mask is inherited by the threads
-// started afterwards, so no thread takes the signal asynchronously).
+// Provides: samples::termination_signalfd, samples::wait_for_termination, samples::bind_reuseport,
+// samples::parse_backend, samples::accept_backoff, samples::backend_choice.
+// Threads: call the first four from main() before any thread starts (the signal mask is inherited by the
+// threads started afterwards, so no thread takes the signal asynchronously); an accept_backoff belongs to
+// one accept loop.
 #pragma once
 
 #include <pthread.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -21,6 +28,7 @@
 #include <uring/executor_options.hpp>
 #include <uring/net/address.hpp>
 #include <uring/net/tcp_listener.hpp>
+#include <uring/plan.hpp>
 
 namespace samples {
 
@@ -71,6 +79,71 @@ inline bool parse_backend(std::string_view name, uring::backend_kind& kind) noex
     return false;
   }
   return true;
+}
+
+// What an accept loop does after a failed accept (out of fds, most often, and then every retry fails
+// until connections close): wait before the next try, 10 ms doubling up to 1 s, back to none on a success;
+// and log at most one line a second, which counts the failures not shown since the line before.
+class accept_backoff {
+ public:
+  static constexpr std::chrono::milliseconds first{10};
+  static constexpr std::chrono::milliseconds longest{1000};
+
+  // Records a failure; returns the line to print ("" when this one is suppressed).
+  std::string failed(const char* program, const char* what) {
+    delay_ = delay_.count() == 0 ? first : std::min(delay_ * 2, longest);
+    const auto now = std::chrono::steady_clock::now();
+    if (logged_ && now - last_line_ < std::chrono::seconds(1)) {
+      ++suppressed_;
+      return {};
+    }
+    std::string line = std::string(program) + ": " + what;
+    if (suppressed_ > 0) line += " (" + std::to_string(suppressed_) + " repeats suppressed)";
+    line += "; next accept in " + std::to_string(delay_.count()) + " ms\n";
+    logged_ = true;
+    last_line_ = now;
+    suppressed_ = 0;
+    return line;
+  }
+
+  // Records a success; returns the line to print when failures went unreported since the last line.
+  std::string succeeded(const char* program) {
+    std::string line;
+    if (suppressed_ > 0) {
+      line = std::string(program) + ": accepting again (" + std::to_string(suppressed_) +
+             " failures suppressed since the last line)\n";
+    }
+    delay_ = {};
+    logged_ = false;
+    suppressed_ = 0;
+    return line;
+  }
+
+  // How long to wait before the next accept: zero after a success.
+  [[nodiscard]] std::chrono::milliseconds delay() const noexcept { return delay_; }
+
+ private:
+  std::chrono::milliseconds delay_{};
+  std::chrono::steady_clock::time_point last_line_{};
+  bool logged_ = false;
+  int suppressed_ = 0;
+};
+
+// The lines (each ending in a newline, prefixed with "<program>: ") that say which backend an executor
+// runs on and why, from its plan's notes: for --backend auto, or when the choice differs from the one
+// asked for (URING_BACKEND). Empty when there is nothing to explain.
+inline std::string backend_choice(const char* program, const uring::executor_plan& plan,
+                                  uring::backend_kind requested) {
+  if (requested != uring::backend_kind::automatic && requested == plan.backend) return {};
+  std::string lines;
+  for (const auto& note : plan.notes) {
+    if (note.starts_with("backend:")) lines += std::string(program) + ": " + note + "\n";
+  }
+  if (lines.empty()) {
+    lines = std::string(program) + ": backend: " + to_string(plan.backend) +
+            (plan.backend == uring::backend_kind::native ? ", io_uring is usable\n" : "\n");
+  }
+  return lines;
 }
 
 }  // namespace samples

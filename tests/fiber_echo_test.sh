@@ -10,8 +10,9 @@ trap cleanup EXIT
 
 # The server prints its port once it listens: read that line (blocking, with a timeout).
 IFS= read -r -t 10 banner <&"${server[0]}" || { echo "no port announced"; exit 1; }
-port=${banner##*:}
-[[ "$banner" == "listening on 127.0.0.1:"* && "$port" =~ ^[0-9]+$ ]] || { echo "unexpected banner: $banner"; exit 1; }
+port=${banner#listening on 127.0.0.1:}
+port=${port%% *}
+[[ "$banner" == "listening on 127.0.0.1:"*" backend)" && "$port" =~ ^[0-9]+$ ]] || { echo "unexpected banner: $banner"; exit 1; }
 
 exec 3<>"/dev/tcp/127.0.0.1/$port"
 exec 4<>"/dev/tcp/127.0.0.1/$port"
