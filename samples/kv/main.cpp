@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -118,7 +119,7 @@ config parse(int argc, char** argv) {
                      v.c_str(), lo);
         usage(2);
       }
-      return milliseconds(static_cast<long>(d * 1000));
+      return milliseconds(static_cast<long>(std::ceil(d * 1000)));  // a positive time is at least 1 ms
     };
     if (a == "--address") {
       c.address = value();
