@@ -158,6 +158,24 @@ TEST(RespParser, MalformedMultibulk) {
   expect_refused("*1\n$4\r\nPING\r\n", "invalid multibulk length");
 }
 
+// A line ending that cannot become CRLF is refused as soon as it arrives, not after the next bytes (which a
+// client may never send): the connection gets its error instead of waiting.
+TEST(RespParser, BareLineFeedRefusedAtOnce) {
+  for (std::string_view in : {"*1\n"sv, "*1\n$4\nPING\n"sv, "*1\rx"sv}) {
+    outcome o = parse(in);
+    EXPECT_EQ(o.error, "-ERR Protocol error: invalid multibulk length\r\n") << in;
+  }
+  for (std::string_view in : {"*1\r\n$4\nPING\n"sv, "*1\r\n$4\rPING"sv}) {
+    EXPECT_EQ(parse(in).error, "-ERR Protocol error: invalid bulk length\r\n") << in;
+  }
+  for (std::string_view in : {"*1\r\n$4\r\nPING\n"sv, "*1\r\n$4\r\nPINGx"sv, "*1\r\n$4\r\nPING\rx"sv}) {
+    EXPECT_EQ(parse(in).error, "-ERR Protocol error: expected CRLF after bulk string\r\n") << in;
+  }
+  expect_refused("*1\n$4\nPING\n", "invalid multibulk length");
+  expect_refused("*1\r\n$4\nPING\n", "invalid bulk length");
+  expect_refused("*1\r\n$4\r\nPING\n", "expected CRLF after bulk string");
+}
+
 TEST(RespParser, Limits) {
   resp::limits lim;
   lim.max_args = 3;

@@ -11,23 +11,11 @@ namespace {
 
 constexpr std::string_view not_integer = "ERR value is not an integer or out of range";
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i] >= 'a' && a[i] <= 'z' ? static_cast<char>(a[i] - 32) : a[i];
-    if (x != b[i]) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
-void run_get(shard& s, std::span<const std::string_view> args, std::string& out) {
-  if (entry* e = s.find(args[1], clock_ms())) {
-    uring::resp::append_bulk_string(out, e->value);
-  } else {
-    uring::resp::append_null_bulk(out);
-  }
+value_ptr get(shard& s, std::string_view key) {
+  entry* e = s.find(key, clock_ms());
+  return e != nullptr ? e->value : nullptr;
 }
 
 // SET key value [NX|XX] [EX seconds|PX milliseconds|KEEPTTL]
@@ -58,7 +46,7 @@ void run_set(shard& s, std::span<const std::string_view> args, std::string& out)
   entry* e = s.find(args[1], now);
   if ((nx && e != nullptr) || (xx && e == nullptr)) return uring::resp::append_null_bulk(out);
   if (e == nullptr) e = &s.upsert(args[1]);
-  e->value.assign(args[2]);
+  e->value = make_value(args[2]);
   if (!keep_ttl) e->expires_ms = ttl_ms != 0 ? now + ttl_ms : 0;
   uring::resp::append_simple_string(out, "OK");
 }
@@ -67,13 +55,14 @@ void run_incrby(shard& s, std::string_view key, std::int64_t by, std::string& ou
   entry* e = s.find(key, clock_ms());
   std::int64_t v = 0;
   if (e != nullptr) {
-    auto n = parse_int(e->value);
+    auto n = parse_int(*e->value);
     if (!n) return uring::resp::append_error(out, not_integer);
     v = *n;
   }
-  if (__builtin_add_overflow(v, by, &v)) return uring::resp::append_error(out, "ERR increment or decrement would overflow");
+  if (__builtin_add_overflow(v, by, &v))
+    return uring::resp::append_error(out, "ERR increment or decrement would overflow");
   if (e == nullptr) e = &s.upsert(key);  // a new key has no expiry; an existing one keeps its own
-  e->value = std::to_string(v);
+  e->value = make_value(std::to_string(v));
   uring::resp::append_integer(out, v);
 }
 

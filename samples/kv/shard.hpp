@@ -1,9 +1,10 @@
 // samples/kv/shard.hpp — one executor's part of uring-kv's keyspace, and the commands that run on it.
 //
-// Provides: kv::shard (string keys to string values with optional expiry), kv::shard_of (which shard owns
-// a key), kv::clock_ms, kv::parse_int, and the single-shard command bodies (kv::run_get, ...).
-// Threads: a shard is touched only by the executor that owns it (shared-nothing: a command for another
-// executor's key is forwarded there with submit_to); shard_of and parse_int are pure.
+// Provides: kv::shard (string keys to shared immutable values with optional expiry), kv::value_ptr,
+// kv::shard_of (which shard owns a key), kv::clock_ms, kv::parse_int, kv::iequals, and the single-shard
+// command bodies (kv::get, kv::run_set, ...). Threads: a shard is touched only by the executor that owns it
+// (shared-nothing: a command for another executor's key is forwarded there with submit_to); shard_of and
+// parse_int are pure.
 //
 // Expiry is lazy, as Redis's is for keys nobody samples: an expired entry is erased when it is next
 // looked up, and size() (DBSIZE) sweeps the shard so that it never counts one.
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,7 +26,8 @@ namespace kv {
 
 // Milliseconds on the monotonic clock: expiry deadlines are absolute values of it.
 inline std::int64_t clock_ms() noexcept {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -45,8 +48,24 @@ inline std::optional<std::int64_t> parse_int(std::string_view s) noexcept {
   return v;
 }
 
+// A stored value: immutable once stored (SET replaces the pointer), so a reply can send it by reference
+// from any thread while the shard moves on, and a value read by a slow client is not copied for it.
+using value_ptr = std::shared_ptr<const std::string>;
+
+inline value_ptr make_value(std::string_view v) { return std::make_shared<const std::string>(v); }
+
+// `a` equals the upper-case ASCII `upper`, ignoring case (command names and options).
+inline bool iequals(std::string_view a, std::string_view upper) noexcept {
+  if (a.size() != upper.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i] >= 'a' && a[i] <= 'z' ? static_cast<char>(a[i] - 32) : a[i];
+    if (x != upper[i]) return false;
+  }
+  return true;
+}
+
 struct entry {
-  std::string value;
+  value_ptr value;
   std::int64_t expires_ms = 0;  // clock_ms() deadline; 0: never
 };
 
@@ -93,9 +112,11 @@ class shard {
   absl::flat_hash_map<std::string, entry> map_;
 };
 
+// GET: the key's value, null if there is none.
+value_ptr get(shard& s, std::string_view key);
+
 // Single-key commands, run on the key's shard; each appends its RESP reply to `out`. `args` is the whole
 // command, name first, its arity already checked by the caller.
-void run_get(shard& s, std::span<const std::string_view> args, std::string& out);
 void run_set(shard& s, std::span<const std::string_view> args, std::string& out);
 void run_incrby(shard& s, std::string_view key, std::int64_t by, std::string& out);
 void run_expire(shard& s, std::span<const std::string_view> args, std::int64_t unit_ms, std::string& out);

@@ -27,16 +27,20 @@ std::optional<std::int64_t> parse_integer(std::string_view s) noexcept {
   return value;
 }
 
-enum class line_result : std::uint8_t { found, need_more, too_long };
+enum class line_result : std::uint8_t { found, need_more, too_long, malformed };
 
 // The "*<n>" / "$<n>" line starting at `start` (its marker byte): its digits in `digits` and the offset
-// just past its CRLF in `end`.
+// just past its CRLF in `end`. A LF before the CR, or a CR not followed by LF, is malformed at once: no
+// later byte can make the line a number, so the connection is not held open waiting for one.
 line_result count_line(std::string_view in, std::size_t start, std::string_view& digits, std::size_t& end) {
   std::size_t limit = std::min(in.size(), start + max_count_line);
   std::string_view window = in.substr(0, limit);
-  std::size_t cr = window.find(crlf, start + 1);
+  std::size_t cr = window.find_first_of(crlf, start + 1);
   if (cr == std::string_view::npos)
     return limit - start == max_count_line ? line_result::too_long : line_result::need_more;
+  if (window[cr] == '\n') return line_result::malformed;
+  if (cr + 1 == in.size()) return line_result::need_more;
+  if (in[cr + 1] != '\n') return line_result::malformed;
   digits = in.substr(start + 1, cr - start - 1);
   end = cr + crlf.size();
   return line_result::found;
@@ -100,6 +104,8 @@ parse_status command_parser::parse_multibulk() {
         return parse_status::need_more;
       case line_result::too_long:
         return fail("too big mbulk count string");
+      case line_result::malformed:
+        return fail("invalid multibulk length");
       case line_result::found:
         break;
     }
@@ -122,6 +128,8 @@ parse_status command_parser::parse_multibulk() {
         return parse_status::need_more;
       case line_result::too_long:
         return fail("too big bulk count string");
+      case line_result::malformed:
+        return fail("invalid bulk length");
       case line_result::found:
         break;
     }
@@ -132,8 +140,10 @@ parse_status command_parser::parse_multibulk() {
     auto size = static_cast<std::size_t>(*length);
     std::size_t end = data + size + crlf.size();
     if (end > limits_.max_command) return fail("command too large");
+    // The CRLF after the data is checked byte by byte as it arrives: a wrong byte is refused at once.
+    std::string_view after = in.substr(std::min(in.size(), data + size), crlf.size());
+    if (after != crlf.substr(0, after.size())) return fail("expected CRLF after bulk string");
     if (in.size() < end) return parse_status::need_more;
-    if (in.substr(data + size, crlf.size()) != crlf) return fail("expected CRLF after bulk string");
     spans_.emplace_back(data, size);
     pos_ = end;
   }

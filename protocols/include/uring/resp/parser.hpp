@@ -30,7 +30,9 @@
 //  - "*" count not an integer or above limits.max_args: "invalid multibulk length";
 //  - a bulk string not starting with '$': "expected '$', got 'X'";
 //  - "$" length not an integer, negative or above limits.max_bulk: "invalid bulk length";
-//  - no CRLF after a bulk string's data: "expected CRLF after bulk string";
+//  - a "*" or "$" line with a LF before its CR, or a CR not followed by LF: the same two errors, as soon
+//    as the byte arrives (Redis waits for a CR that a client may never send);
+//  - no CRLF after a bulk string's data: "expected CRLF after bulk string", at its first wrong byte;
 //  - a count or length line longer than 32 bytes: "too big mbulk count string" / "too big bulk count string";
 //  - an inline line of more than limits.max_inline bytes before its '\n' (a '\r' counts), or with more than
 //    max_args words: "too big inline request";

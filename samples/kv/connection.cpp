@@ -1,0 +1,168 @@
+// samples/kv/connection.cpp — one uring-kv client's connection (connection.hpp).
+#include "connection.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <system_error>
+
+#include <uring/resp/parser.hpp>
+#include <uring/uring.hpp>
+
+namespace kv {
+
+namespace {
+
+using std::chrono::milliseconds;
+using uring::task;
+using uring::net::tcp_stream;
+namespace resp = uring::resp;
+
+constexpr std::int64_t note_interval_ms = 10'000;
+
+struct note_state {
+  std::atomic<std::int64_t> next_ms{0};
+  std::atomic<std::uint64_t> skipped{0};
+};
+std::array<note_state, static_cast<std::size_t>(event::count_)> notes;
+
+// Connections open over all threads (--max-connections), refused ones included while they are answered.
+std::atomic<int> open_connections{0};
+
+struct counted {
+  counted() noexcept { open_connections.fetch_add(1, std::memory_order_relaxed); }
+  ~counted() { open_connections.fetch_sub(1, std::memory_order_relaxed); }
+  counted(const counted&) = delete;
+  counted& operator=(const counted&) = delete;
+};
+
+// An HTTP request sent to the RESP port: a browser page or an SSRF'd curl posting commands in its body
+// (cross-protocol scripting). As Redis does, "POST" and "Host:" end the connection before anything after
+// them runs; so does a request line ("GET / HTTP/1.1": a method, a target, a version), which no command
+// of uring-kv can be.
+bool looks_like_http(args_t args) noexcept {
+  if (iequals(args[0], "POST") || iequals(args[0], "HOST:")) return true;
+  if (args.size() != 3 || !args[2].starts_with("HTTP/")) return false;
+  for (std::string_view m : {"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE"}) {
+    if (args[0] == m) return true;
+  }
+  return false;
+}
+
+// Reads and drops what the client still sends until it closes: at most `budget` bytes within `time`.
+task<void> discard_input(tcp_stream& s, std::size_t budget, milliseconds time) {
+  std::array<char, 4096> sink;
+  auto until = std::chrono::steady_clock::now() + time;
+  while (budget > 0) {
+    auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) co_return;
+    std::int32_t got = (co_await uring::with_timeout(s.read_some(sink).nothrow(), left)).res;
+    if (got <= 0) co_return;
+    budget -= std::min(budget, static_cast<std::size_t>(got));
+  }
+}
+
+// Redis's answer above maxclients: the error, then a close that lets the client read it (a close with its
+// request unread would reset the connection and could destroy the error).
+task<void> refuse(tcp_stream& s) {
+  constexpr std::string_view error = "-ERR max number of clients reached\r\n";
+  co_await s.write_all(std::span(error.data(), error.size()), milliseconds(1000));
+  co_await s.shutdown().nothrow();
+  co_await discard_input(s, 64 * 1024, milliseconds(1000));
+}
+
+}  // namespace
+
+void note(event kind, std::string_view what) {
+  note_state& n = notes[static_cast<std::size_t>(kind)];
+  std::int64_t now = clock_ms();
+  std::int64_t next = n.next_ms.load(std::memory_order_relaxed);
+  if (now < next || !n.next_ms.compare_exchange_strong(next, now + note_interval_ms)) {
+    n.skipped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::uint64_t skipped = n.skipped.exchange(0, std::memory_order_relaxed);
+  if (skipped > 0) {
+    std::fprintf(stderr, "uring-kv: %.*s (and %llu more since the last such report)\n",
+                 static_cast<int>(what.size()), what.data(), static_cast<unsigned long long>(skipped));
+  } else {
+    std::fprintf(stderr, "uring-kv: %.*s\n", static_cast<int>(what.size()), what.data());
+  }
+}
+
+task<void> serve_connection(tcp_stream s, server* srv, std::size_t me, const connection_limits* limits) {
+  counted slot;
+  if (open_connections.load(std::memory_order_relaxed) > limits->max_connections) {
+    note(event::refused, "max number of clients reached (--max-connections): refusing connections");
+    try {
+      co_await refuse(s);
+    } catch (const std::exception&) {
+      // It went away or would not read the error: closed all the same.
+    }
+    co_return;
+  }
+  resp::limits lim;
+  lim.max_bulk = 1024 * 1024;
+  lim.max_args = 1025;  // MSET with 512 pairs
+  lim.max_command = 4 * 1024 * 1024;
+  resp::command_parser parser(lim);
+  reply out(s, limits->output);
+  milliseconds idle = limits->idle;
+  auto deadline = std::chrono::steady_clock::now() + idle;
+  try {
+    s.set_nodelay(true);
+    bool open = true;
+    while (open) {
+      // Nothing is pending here: the client has taken every reply before more of its input is read.
+      auto room = parser.prepare(16384);
+      std::int32_t got = -ETIMEDOUT;
+      if (idle.count() == 0) {
+        got = (co_await s.read_some(room).nothrow()).res;
+      } else if (auto left =
+                     std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+                 left.count() > 0) {
+        got = (co_await uring::with_timeout(s.read_some(room).nothrow(), left)).res;
+      }
+      parser.commit(got > 0 ? static_cast<std::size_t>(got) : 0);
+      if (got <= 0) break;  // end of stream, reset, or idle past --idle-timeout (closed silently, as Redis)
+      for (;;) {
+        auto st = parser.next();
+        if (st == resp::parse_status::need_more) break;
+        if (st == resp::parse_status::error) {
+          out.text() += parser.error();
+          open = false;
+          break;
+        }
+        if (looks_like_http(parser.args())) {
+          note(event::http,
+               "possible cross-protocol attack: an HTTP request (POST, Host: or a request line) "
+               "sent as commands; connection closed");
+          co_return;  // the replies not yet written go too, as in Redis
+        }
+        if (!co_await execute(*srv, me, parser.args(), out)) {
+          open = false;
+          break;
+        }
+        if (idle.count() != 0) deadline = std::chrono::steady_clock::now() + idle;
+        co_await out.flush_if_full();
+      }
+      if (!out.empty()) co_await out.flush();
+    }
+  } catch (const output_overflow& e) {
+    note(event::overflow, std::string(e.what()) + "; connection closed");
+  } catch (const std::system_error& e) {
+    if (e.code() == std::errc::timed_out) {
+      note(event::stalled, "a client left a reply unread past --output-timeout; connection closed");
+    }
+    // Otherwise the peer went away: nothing more to tell it.
+  } catch (const std::exception&) {
+    // Memory ran out for its request: the connection ends.
+  }
+}
+
+}  // namespace kv

@@ -1,0 +1,38 @@
+// samples/kv/connection.hpp — serving one uring-kv client: reading, parsing and answering its commands
+// within the limits that keep one client (or a flood of them) from holding the server.
+//
+// Provides: kv::connection_limits, kv::serve_connection, kv::event and kv::note (rate-limited stderr).
+// Threads: serve_connection runs on the executor that accepted the connection; note from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+#include <uring/net/tcp_stream.hpp>
+#include <uring/task.hpp>
+
+#include "commands.hpp"
+#include "reply.hpp"
+
+namespace kv {
+
+struct connection_limits {
+  output_limits output;
+  std::chrono::milliseconds idle{0};  // a connection completing no command for this long is closed; 0: never
+  int max_connections = 10'000;       // open at once over all threads; those above are refused
+};
+
+// Reads, parses and answers until the peer ends the stream, breaks the protocol, says QUIT, sends HTTP,
+// idles past limits.idle, leaves output unread past limits.output.stall or piles up more than
+// limits.output.hard copied bytes. A connection above limits.max_connections is answered
+// "-ERR max number of clients reached" and closed.
+uring::task<void> serve_connection(uring::net::tcp_stream s, server* srv, std::size_t me,
+                                   const connection_limits* limits);
+
+// What closes a connection against its will: each kind is reported on stderr at most once every 10 s,
+// with how many more happened meanwhile, so a flood of them cannot flood the log.
+enum class event : std::uint8_t { http, overflow, stalled, refused, accept_failed, count_ };
+void note(event kind, std::string_view what);
+
+}  // namespace kv

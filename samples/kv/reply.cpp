@@ -1,0 +1,55 @@
+// samples/kv/reply.cpp — a connection's pending output (reply.hpp).
+#include "reply.hpp"
+
+#include <uring/resp/parser.hpp>
+
+#include <algorithm>
+
+namespace kv {
+
+namespace {
+// The most bytes one write hands the stream: the stall timeout applies to each, so a client that reads
+// slowly but steadily is not cut off in the middle of a long value.
+constexpr std::size_t write_piece = 256 * 1024;
+}  // namespace
+
+void reply::bulk(value_ptr v) {
+  if (!v) return uring::resp::append_null_bulk(text_);
+  if (v->size() < by_reference) return uring::resp::append_bulk_string(text_, *v);
+  text_.push_back('$');
+  text_.append(std::to_string(v->size())).append("\r\n");
+  referenced_ += v->size();
+  refs_.push_back({text_.size(), std::move(v)});
+  text_.append("\r\n");
+}
+
+uring::task<void> reply::flush_if_full() {
+  if (text_.size() > limits_->hard) {
+    throw output_overflow("output buffer of " + std::to_string(text_.size()) +
+                          " bytes passed --max-output-buffer");
+  }
+  if (pending() >= limits_->soft) co_await flush();
+}
+
+uring::task<void> reply::flush() {
+  std::string_view text = text_;
+  std::size_t from = 0;
+  for (const ref& r : refs_) {
+    co_await write(text.substr(from, r.at - from));
+    co_await write(*r.value);
+    from = r.at;
+  }
+  co_await write(text.substr(from));
+  text_.clear();
+  refs_.clear();
+  referenced_ = 0;
+}
+
+uring::task<void> reply::write(std::string_view bytes) {
+  for (std::size_t at = 0; at < bytes.size(); at += write_piece) {
+    std::string_view piece = bytes.substr(at, std::min(write_piece, bytes.size() - at));
+    co_await stream_->write_all(std::span(piece.data(), piece.size()), limits_->stall);
+  }
+}
+
+}  // namespace kv

@@ -1,0 +1,75 @@
+// samples/kv/reply.hpp — a connection's pending output: the RESP bytes its replies copied, and large values
+// sent straight from the store by reference.
+//
+// Provides: kv::reply (the output of one connection), kv::output_limits, kv::output_overflow.
+// Threads: a reply belongs to its connection's coroutine; a command forwarded to another shard appends to
+// text() from that shard's thread while the coroutine waits for it (handed over and back).
+//
+// Memory: values of by_reference bytes and more are held by shared ownership, not copied: one 1 MiB value
+// named 1024 times in an MGET costs 1 MiB however slowly the client reads. flush_if_full() writes once
+// limits.soft bytes (copied or referenced) wait, so a connection runs no further command (and reads no
+// further input) before its client has taken them; copied bytes beyond limits.hard throw output_overflow.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <uring/net/tcp_stream.hpp>
+#include <uring/task.hpp>
+
+#include "shard.hpp"
+
+namespace kv {
+
+struct output_limits {
+  std::size_t soft = 64 * 1024;             // pending bytes written before anything else runs
+  std::size_t hard = 32 * 1024 * 1024;      // copied bytes a connection may hold unsent
+  std::chrono::milliseconds stall{30'000};  // each write of up to 256 KiB must be taken within this
+};
+
+// Thrown when a connection's copied output passes output_limits::hard: the connection is closed.
+struct output_overflow : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class reply {
+ public:
+  // Values this long and longer are sent from the store, not copied.
+  static constexpr std::size_t by_reference = 16 * 1024;
+
+  reply(const uring::net::tcp_stream& s, const output_limits& lim) noexcept : stream_(&s), limits_(&lim) {}
+
+  // The copied bytes: RESP encoders append replies here.
+  std::string& text() noexcept { return text_; }
+  // A bulk string of `v` (the null bulk string for null).
+  void bulk(value_ptr v);
+
+  [[nodiscard]] bool empty() const noexcept { return text_.empty() && refs_.empty(); }
+  // Bytes waiting to be written, copied and referenced.
+  [[nodiscard]] std::size_t pending() const noexcept { return text_.size() + referenced_; }
+
+  // Throws output_overflow past the hard limit; writes everything when the soft one is reached.
+  uring::task<void> flush_if_full();
+  // Writes everything pending, in order. A piece the client does not take within limits.stall throws
+  // std::system_error(ETIMEDOUT); a peer that went away throws as the write does.
+  uring::task<void> flush();
+
+ private:
+  struct ref {
+    std::size_t at;  // the value goes before text_[at]
+    value_ptr value;
+  };
+
+  uring::task<void> write(std::string_view bytes);
+
+  const uring::net::tcp_stream* stream_;
+  const output_limits* limits_;
+  std::string text_;
+  std::vector<ref> refs_;
+  std::size_t referenced_ = 0;
+};
+
+}  // namespace kv
