@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/emulated/eventfd_slot.hpp"
 #include "ops/op_table.hpp"
 #include "ops/syscall.hpp"
 #include "uring/error.hpp"
@@ -98,7 +99,7 @@ class emulated_backend final : public backend {
     // Waiting operations complete "in the background" natively; here they progress whenever the loop
     // turns: a quick look if there is other work, a wait until the next deadline if there is none.
     if (!waiting_.empty()) wait_for_events(wait && done_.empty());
-    signal_eventfd();
+    eventfd_.signal_turn();
     if (timer_fd_ >= 0) arm_foreign_timer();
   }
 
@@ -132,25 +133,10 @@ class emulated_backend final : public backend {
     timers_ = {};
   }
 
-  // The eventfd slot, as the kernel keeps it: one fd, signalled once per turn that posted completions.
-  int register_eventfd(int fd, bool async_only) override {
-    if (eventfd_ >= 0) return -EBUSY;
-    if (int r = check_eventfd(fd); r != 0) return r;
-    eventfd_ = fd;
-    eventfd_async_ = async_only;
-    eventfd_on_ = true;
-    posted_ = posted_in_worker_ = false;
-    return 0;
-  }
-  int unregister_eventfd() override {
-    if (eventfd_ < 0) return -ENXIO;
-    eventfd_ = -1;
-    return 0;
-  }
-  int enable_eventfd(bool on) override {
-    eventfd_on_ = on;
-    return 0;
-  }
+  // The eventfd slot, as the kernel keeps it (eventfd_slot.hpp).
+  int register_eventfd(int fd, bool async_only) override { return eventfd_.register_fd(fd, async_only); }
+  int unregister_eventfd() override { return eventfd_.unregister_fd(); }
+  int enable_eventfd(bool on) override { return eventfd_.enable(on); }
   // Nothing here progresses in the background: the foreign loop watches our epoll fd, which holds what
   // we wait for, the executor's eventfd (posts from other threads, completions) and a timerfd kept at
   // the earliest deadline.
@@ -192,29 +178,7 @@ class emulated_backend final : public backend {
   void post(operation& op, int res, std::uint32_t flags = 0, bool in_worker = false) {
     if (op.request.code == op_code::accept_direct && res >= 0) res = adopt_direct(res);
     done_.push_back(completion{reinterpret_cast<std::uint64_t>(&op), res, flags});
-    posted_ = true;
-    posted_in_worker_ |= in_worker;
-  }
-
-  // The kernel signals the eventfd when it posts completions (async-only: from a worker); the emulation
-  // posts a turn's completions together, so it signals once per turn.
-  void signal_eventfd() {
-    if (eventfd_ >= 0 && eventfd_on_ && (eventfd_async_ ? posted_in_worker_ : posted_)) {
-      std::uint64_t one = 1;
-      (void)!::write(eventfd_, &one, sizeof one);
-    }
-    posted_ = posted_in_worker_ = false;
-  }
-
-  // A real eventfd, or the errno the kernel's registration would give.
-  static int check_eventfd(int fd) {
-    if (fd < 0 || ::fcntl(fd, F_GETFD) < 0) return -EBADF;
-    char path[32];
-    char target[64] = {};
-    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    ssize_t n = ::readlink(path, target, sizeof target - 1);
-    if (n < 0) return -errno;
-    return std::string_view(target, static_cast<std::size_t>(n)) == "anon_inode:[eventfd]" ? 0 : -EINVAL;
+    eventfd_.note_post(in_worker);
   }
 
   // Keeps the timerfd of a foreign loop at the earliest live deadline (disarmed when there is none).
@@ -595,12 +559,7 @@ class emulated_backend final : public backend {
   std::unordered_set<int> closing_;  // dups of emptied slots that operations still wait on
   std::uint64_t last_wait_id_ = 0;
   std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
-  // The eventfd slot.
-  int eventfd_ = -1;
-  bool eventfd_async_ = false;
-  bool eventfd_on_ = true;
-  bool posted_ = false;            // completions posted since the last signal
-  bool posted_in_worker_ = false;  // ... of which some the kernel would have completed in a worker
+  emulated_eventfd_slot eventfd_;
   // Driven by a foreign loop: the executor's eventfd and a timerfd sit in our epoll set.
   int notify_fd_ = -1;
   int timer_fd_ = -1;
