@@ -463,6 +463,7 @@ class native_backend final : public backend {
         break;
       case op_code::recv_multishot:
         io_uring_prep_recv_multishot(sqe, r.fd, nullptr, 0, static_cast<int>(r.op_flags));
+        if (r.aux == kOneChunk) sqe->ioprio &= ~IORING_RECV_MULTISHOT;
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = static_cast<std::uint16_t>(r.len);
         break;

@@ -42,7 +42,8 @@ enum class op_code : std::uint8_t {
   cancel_fd,         // fd: cancels every operation in flight on it; completes with how many, or -ENOENT
   // fd, op_flags = MSG_* flags, len = buffer group (a provided-buffer ring registered on this ring). One
   // completion per chunk received, flagged kCqeMore while armed, each carrying the buffer it filled
-  // (kCqeBuffer, id in the flags' top 16 bits). -ENOBUFS (final) when the group ran dry. Native only.
+  // (kCqeBuffer, id in the flags' top 16 bits). -ENOBUFS (final) when the group ran dry. aux = kOneChunk:
+  // a single recv instead, one chunk (one buffer) at most. Native only.
   recv_multishot,
   // As send, zero-copy (IORING_OP_SEND_ZC, 6.0): the byte count comes flagged kCqeMore, then a completion
   // flagged kCqeNotif once the kernel no longer reads the buffer. The emulated backend sends a copy: one
@@ -76,6 +77,8 @@ enum class op_code : std::uint8_t {
 inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::accept_multishot_direct) + 1;
 // As an offset: the fd's own position (pipes and sockets have none).
 inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
+// As recv_multishot's aux: one chunk, not multishot.
+inline constexpr std::uint64_t kOneChunk = 1;
 
 // A completion flag (the kernel's IORING_CQE_F_MORE): a multishot operation will complete again. Only the
 // completion without it is final.
