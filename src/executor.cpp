@@ -18,6 +18,7 @@
 
 #include "backend.hpp"
 #include "message_hub.hpp"
+#include "net/zc_shutdown.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/error.hpp"
 #include "uring/kernel_features.hpp"
@@ -53,6 +54,7 @@ struct executor::impl {
   explicit impl(detail::op_queue& q) : queue(q) {}
 
   detail::op_queue& queue;  // lives in the executor itself, for the inline submit path
+  executor* self = nullptr;
   std::thread::id owner = std::this_thread::get_id();
   executor_stats stats;
   executor_plan plan;
@@ -360,10 +362,7 @@ struct executor::impl {
       if (backend) backend->flush();  // messages already sent must leave before the ring closes
       if (queue.inflight > 0) {
         backend->cancel_all();
-        while (queue.inflight > 0) {
-          backend->submit(nullptr, true);
-          reap_and_complete();
-        }
+        drain_cancelled();
       }
       // Hand-offs that reached the CQ (or, with DEFER_TASKRUN, the kernel's task list) without being in
       // flight here: posts from threads without an executor own their function, so none may be left.
@@ -376,15 +375,61 @@ struct executor::impl {
     } catch (const std::exception& e) {
       // The ring no longer answers: closing it makes the kernel cancel and reap everything it holds.
       std::fprintf(stderr, "uring: executor shutdown could not drain its ring (%s); closing it\n", e.what());
-      doorbell_fd = -1;
-      queue.sqes = nullptr;  // no inline path into a closed ring
-      queue.update_inline_codes();
-      cq = {};
-      backend.reset();
-      queue.inflight = 0;
+      close_ring();
     }
     wake_armed = false;
     run_remote();  // posted work is owner-thread work; none of it may outlive the frames it refers to
+  }
+
+  void close_ring() noexcept {
+    doorbell_fd = -1;
+    queue.sqes = nullptr;  // no inline path into a closed ring
+    queue.update_inline_codes();
+    cq = {};
+    backend.reset();
+    queue.inflight = 0;
+  }
+
+  // Waits for the cancelled operations' completions, in bounded time where the kernel allows it. Most
+  // come at once; a zero-copy send's notification ignores the cancel (it comes when the peer has read
+  // the data). After kShutdownGrace the connections of such sends are reset, which frees their pages;
+  // if after another grace nothing but such sends is left (a connection closed meanwhile), the ring is
+  // closed: the kernel ends them alone, keeping their pages pinned, and no completion can reach our
+  // memory any more. Anything else still in flight is waited for, as it may still write into a frame.
+  void drain_cancelled() {
+    static constexpr auto kShutdownGrace = std::chrono::seconds(1);
+    detail::timespec64 at{};
+    struct grace_timer : detail::operation {
+    } timer;
+    for (int graces = 0;;) {
+      const bool timing = timer.state != detail::op_state::idle;
+      if (queue.inflight == (timing ? 1u : 0u)) break;
+      if (!timing) {
+        if (graces == 1) detail::reset_zero_copy_sends(*self);
+        if (graces >= 2 && detail::zero_copy_sends_waiting(*self) == queue.inflight) {
+          std::fprintf(stderr, "uring: executor shutdown closes its ring without %zu zero-copy notifications\n",
+                       queue.inflight);
+          close_ring();
+          detail::orphan_zero_copy_sends(*self);
+          return;
+        }
+        ++graces;
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            (std::chrono::steady_clock::now() + kShutdownGrace).time_since_epoch())
+                            .count();
+        at = {ns / 1'000'000'000, ns % 1'000'000'000};
+        timer.request = {.code = detail::op_code::timeout, .op_flags = detail::kTimeoutAbsolute, .addr = &at};
+        queue.push(timer);
+      }
+      backend->submit(queue.take_all(), true);
+      reap_and_complete();
+    }
+    if (timer.state == detail::op_state::idle) return;
+    backend->cancel(timer);
+    while (timer.state != detail::op_state::idle) {
+      backend->submit(nullptr, true);
+      reap_and_complete();
+    }
   }
 
   void release_frames() noexcept {
@@ -443,6 +488,7 @@ executor::executor() : executor(options{}) {}
 
 executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) {
   impl_->spawned.prev = impl_->spawned.next = &impl_->spawned;
+  impl_->self = this;
   impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC);
   if (impl_->wake_fd < 0) throw std::system_error(errno, std::system_category(), "executor: eventfd");
   const plan_overrides overrides = plan_overrides::from_environment();
