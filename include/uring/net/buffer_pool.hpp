@@ -105,11 +105,12 @@ class buffer_pool {
   struct options {
     std::uint32_t count = 256;  // buffers, 1 to 32768
     std::uint32_t size = 4096;  // bytes each
-    // Register the buffers with the kernel as a provided-buffer ring where the executor can (multishot
-    // recv). False: always the one-recv-per-call path, to compare or to test it.
+    // Register the buffers with the kernel as a provided-buffer ring where the executor can. False:
+    // always the one-recv-per-call path, to compare or to test it.
     bool use_ring = true;
     // The most buffers one stream holds at once; a receive of a stream at the limit waits for one of
-    // them to be returned. 0: count / 4, at most 16 (at least 1).
+    // them to be returned (an application that keeps more chunks than this before returning any waits
+    // forever: raise it). 0: count / 4, at most 16 (at least 1). At most count.
     std::uint32_t max_per_stream = 0;
   };
 
