@@ -32,20 +32,6 @@ using namespace uring::test;  // NOLINT: the shared test helpers
 using namespace uring::net;   // NOLINT
 using uring::task;
 
-// A connected unix stream pair: ours (for the executor) and the peer's plain fd (for a thread).
-struct stream_pair {
-  tcp_stream ours;
-  unique_fd peer;
-  stream_pair() {
-    int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-      throw std::system_error(errno, std::system_category(), "socketpair");
-    }
-    ours = tcp_stream(fds[0]);
-    peer.reset(fds[1]);
-  }
-};
-
 void write_fully(int fd, const std::string& data) {
   std::size_t done = 0;
   while (done < data.size()) {
@@ -129,7 +115,7 @@ TEST_P(LeasedRecv, ExhaustionAndRecoveryLoseNoByte) {
   });
   std::uint64_t exhausted = 0;
   std::string got = run([](tcp_stream& s, std::uint64_t& exhausted) -> task<std::string> {
-    buffer_pool pool({.count = 2, .size = 64});
+    buffer_pool pool({.count = 2, .size = 64, .max_per_stream = 2});  // one stream may take them all
     std::string got;
     std::vector<leased_buffer> held;
     for (;;) {
@@ -261,7 +247,7 @@ TEST_P(LeasedRecv, LeasesOutliveTheStreamThePoolAndTheExecutor) {
     stream_pair pair;
     write_fully(pair.peer.get(), "first-second");
     kept = run([](tcp_stream s) -> task<std::vector<leased_buffer>> {
-      buffer_pool pool({.count = 2, .size = 6});
+      buffer_pool pool({.count = 2, .size = 6, .max_per_stream = 2});
       std::vector<leased_buffer> out;
       out.push_back(co_await s.recv(pool));
       out.push_back(co_await s.recv(pool));
@@ -502,7 +488,7 @@ TEST_P(LeasedRecv, InterruptedReceivesLoseAndRepeatNoByteMidStream) {
   };
   counts n;
   std::string got = run([](tcp_stream& s, int peer, const std::string& sent, counts& n) -> task<std::string> {
-    buffer_pool pool({.count = 8, .size = 512});
+    buffer_pool pool({.count = 8, .size = 512, .max_per_stream = 8});
     std::string got;
     std::size_t written = 0;
     std::vector<leased_buffer> held;  // some leases kept a while, so the pool runs dry now and then

@@ -5,15 +5,32 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <string>
+#include <system_error>
 
 #include <uring/net/tcp_stream.hpp>
 #include <uring/task.hpp>
 
 #include "fd_leak.hpp"
+#include "test_util.hpp"
 
 namespace uring::test {
+
+// A connected unix stream pair: ours (for the executor) and the peer's plain fd (for a thread).
+struct stream_pair {
+  net::tcp_stream ours;
+  unique_fd peer;
+  stream_pair() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+      throw std::system_error(errno, std::system_category(), "socketpair");
+    }
+    ours = net::tcp_stream(fds[0]);
+    peer.reset(fds[1]);
+  }
+};
 
 // `n` bytes of a pattern that depends on `seed`, so that misplaced bytes show.
 inline std::string pattern(std::size_t n, unsigned seed) {

@@ -13,7 +13,14 @@
 // Lifetime: run(t) returns when t finishes. Work spawned onto the executor that is still pending then stays
 // suspended and continues on the next run(). stop(), an exception escaping a spawned task, or the
 // destructor shut the executor down: every in-flight operation is cancelled and its completion drained
-// *before* any coroutine frame is freed, so the kernel never writes into freed memory.
+// *before* any coroutine frame is freed, so the kernel never writes into freed memory. A zero-copy send
+// ignores the cancel (its notification comes once the peer has read the data): after 1 s the shutdown
+// resets the connections of such sends (their queued data is dropped and the notifications follow), and
+// if after another second nothing but such sends is left, it closes its ring without them (the kernel
+// keeps their pages pinned; no completion can reach the frames any more; the executor cannot run again).
+// So a shutdown takes at most about 2 s more than its cancelled operations, except for kernel work that
+// cannot be interrupted (a regular-file read in an io-wq worker), which it waits for: that may still
+// write into a frame.
 #pragma once
 
 #include <array>

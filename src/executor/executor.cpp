@@ -32,6 +32,7 @@ executor::executor() : executor(options{}) {}
 
 executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) {
   impl_->spawned.prev = impl_->spawned.next = &impl_->spawned;
+  impl_->self = this;
   impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC);
   if (impl_->wake_fd < 0) throw std::system_error(errno, std::system_category(), "executor: eventfd");
   const plan_overrides overrides = plan_overrides::from_environment();

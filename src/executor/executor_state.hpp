@@ -42,6 +42,7 @@ struct executor::impl {
   explicit impl(detail::op_queue& q) : queue(q) {}
 
   // --- Identity and the ring.
+  executor* self = nullptr;  // the executor this is the state of
   std::thread::id owner = std::this_thread::get_id();
   executor_plan plan;
   executor_stats stats;
@@ -161,6 +162,10 @@ struct executor::impl {
   // Cancels and drains every in-flight operation and runs (or discards) what was posted. After it, no
   // completion can refer to a frame, so frames may be freed.
   void quiesce() noexcept;
+  // Waits for the cancelled operations' completions, in bounded time where the kernel allows it.
+  void drain_cancelled();
+  // Closes the ring: the kernel cancels and reaps what it holds, and no completion reaches us any more.
+  void close_ring() noexcept;
   void release_frames() noexcept;
   static void unlink(detail::spawn_node& node) noexcept {
     node.prev->next = node.next;

@@ -1,10 +1,12 @@
 // executor/shutdown.cpp — the shutdown that keeps frames safe: every in-flight operation cancelled and
 // its completion drained, posted work run or discarded, and only then the frames freed; an
 // executor_group's members free theirs once all have quiesced.
+#include <chrono>
 #include <cstdio>
 #include <exception>
 
 #include "executor/executor_state.hpp"
+#include "net/zc_shutdown.hpp"
 
 namespace uring {
 
@@ -39,15 +41,12 @@ void executor::impl::quiesce() noexcept {
     if (backend) backend->flush();  // messages already sent must leave before the ring closes
     if (queue.inflight > 0) {
       backend->cancel_all();
-      while (queue.inflight > 0) {
-        backend->submit(nullptr, true);
-        reap_and_complete();
-      }
+      drain_cancelled();
     }
     // Hand-offs that reached the CQ (or, with DEFER_TASKRUN, the kernel's task list) without being in
     // flight here: posts from threads without an executor own their function, so none may be left.
     // The kernel runs at most 20 deferred items per enter (IO_LOCAL_TW_DEFAULT_MAX): enter until dry.
-    for (std::uint64_t seen = ~std::uint64_t{0}; msg_ring_ok && seen != stats.cqes;) {
+    for (std::uint64_t seen = ~std::uint64_t{0}; backend && msg_ring_ok && seen != stats.cqes;) {
       seen = stats.cqes;
       backend->submit(nullptr, false);
       reap_and_complete();
@@ -55,16 +54,62 @@ void executor::impl::quiesce() noexcept {
   } catch (const std::exception& e) {
     // The ring no longer answers: closing it makes the kernel cancel and reap everything it holds.
     std::fprintf(stderr, "uring: executor shutdown could not drain its ring (%s); closing it\n", e.what());
-    doorbell_fd = -1;
-    queue.sqes = nullptr;  // no inline path into a closed ring
-    queue.update_inline_codes();
-    cq = {};
-    ring = nullptr;
-    backend.reset();
-    queue.inflight = 0;
+    close_ring();
   }
   wake_armed = false;
   run_remote();  // posted work is owner-thread work; none of it may outlive the frames it refers to
+}
+
+void executor::impl::close_ring() noexcept {
+  doorbell_fd = -1;
+  queue.sqes = nullptr;  // no inline path into a closed ring
+  queue.update_inline_codes();
+  cq = {};
+  ring = nullptr;
+  backend.reset();
+  queue.inflight = 0;
+}
+
+// Most cancelled operations complete at once; a zero-copy send's notification ignores the cancel (it
+// comes when the peer has read the data). After kShutdownGrace the connections of such sends are reset,
+// which frees their pages; if after another grace nothing but such sends is left (a connection closed
+// meanwhile), the ring is closed: the kernel ends them alone, keeping their pages pinned, and no
+// completion can reach our memory any more. Anything else still in flight is waited for, as it may still
+// write into a frame.
+void executor::impl::drain_cancelled() {
+  static constexpr auto kShutdownGrace = std::chrono::seconds(1);
+  detail::timespec64 at{};
+  struct grace_timer : detail::operation {
+  } timer;
+  for (int graces = 0;;) {
+    const bool timing = timer.state != detail::op_state::idle;
+    if (queue.inflight == (timing ? 1u : 0u)) break;
+    if (!timing) {
+      if (graces == 1) detail::reset_zero_copy_sends(*self);
+      if (graces >= 2 && detail::zero_copy_sends_waiting(*self) == queue.inflight) {
+        std::fprintf(stderr, "uring: executor shutdown closes its ring without %zu zero-copy notifications\n",
+                     queue.inflight);
+        close_ring();
+        detail::orphan_zero_copy_sends(*self);
+        return;
+      }
+      ++graces;
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          (std::chrono::steady_clock::now() + kShutdownGrace).time_since_epoch())
+                          .count();
+      at = {ns / 1'000'000'000, ns % 1'000'000'000};
+      timer.request = {.code = detail::op_code::timeout, .op_flags = detail::kTimeoutAbsolute, .addr = &at};
+      queue.push(timer);
+    }
+    backend->submit(queue.take_all(), true);
+    reap_and_complete();
+  }
+  if (timer.state == detail::op_state::idle) return;
+  backend->cancel(timer);
+  while (timer.state != detail::op_state::idle) {
+    backend->submit(nullptr, true);
+    reap_and_complete();
+  }
 }
 
 void executor::impl::release_frames() noexcept {

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "net/buffer_pool_state.hpp"
 #include "uring/executor.hpp"
@@ -44,12 +45,13 @@ std::atomic<std::uint16_t> g_next_group{1};
 
 }  // namespace
 
-pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_ring)
-    : ex(&e), count(n), size(sz) {
+pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_ring, std::uint32_t limit)
+    : ex(&e), count(n), size(sz), per_stream(limit != 0 ? std::min(limit, n) : std::clamp(n / 4, 1u, 16u)) {
   if (n == 0 || n > kMaxBuffers) {
     throw std::invalid_argument("buffer_pool: count must be 1 to 32768, not " + std::to_string(n));
   }
   if (sz == 0) throw std::invalid_argument("buffer_pool: size must not be 0");
+  owners.assign(n, nullptr);
   const std::uint32_t entries = round_up_pow2(n);
   const std::size_t ring_bytes = page_round(entries * sizeof(io_uring_buf));
   mapped = ring_bytes + page_round(std::size_t{n} * sz);
@@ -90,6 +92,8 @@ pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_
 pool_state::~pool_state() { ::munmap(memory, mapped); }
 
 void pool_state::give_back(std::uint16_t id) noexcept {
+  pool_waiter* const owner = std::exchange(owners[id], nullptr);
+  if (owner != nullptr) --owner->held;
   if (closed) return;  // nobody receives any more: the buffer just waits for the memory to go
   ++returns;
   if (ring) {
@@ -99,15 +103,26 @@ void pool_state::give_back(std::uint16_t id) noexcept {
   } else {
     free_ids.push_back(id);
   }
-  if (waiters.empty()) return;
-  // Every waiter tries again: one that finds its socket idle takes nothing, so waking only one could
-  // leave a starved stream asleep next to a free buffer. Each may queue itself again.
-  std::vector<pool_waiter*> woken;
-  woken.swap(waiters);
-  for (pool_waiter* w : woken) w->on_buffer_returned();
+  if (!waiters.empty()) {
+    // Every waiter tries again: one that finds its socket idle takes nothing, so waking only one could
+    // leave a starved stream asleep next to a free buffer. Those holding nothing go first (natively:
+    // their receives reach the kernel first), then the oldest waits; each may queue itself again.
+    std::vector<pool_waiter*> woken;
+    woken.swap(waiters);
+    std::stable_partition(woken.begin(), woken.end(), [](const pool_waiter* w) { return w->held == 0; });
+    for (pool_waiter* w : woken) w->on_buffer_returned();
+  }
+  // Last: a stream that was at its limit competes for the buffer only after the starved ones.
+  if (owner != nullptr) owner->on_own_returned();
 }
 
 void pool_state::stop_waiting(pool_waiter& w) noexcept { std::erase(waiters, &w); }
+
+void pool_state::forget(pool_waiter& w) noexcept {
+  if (w.held == 0) return;
+  std::replace(owners.begin(), owners.end(), &w, static_cast<pool_waiter*>(nullptr));
+  w.held = 0;
+}
 
 void pool_state::close() noexcept {
   if (ring) (void)executor_core::unregister_buf_ring(*ex, group);
@@ -129,7 +144,7 @@ namespace uring::net {
 buffer_pool::buffer_pool(options opts) : buffer_pool(detail::executor_access::current("buffer_pool"), opts) {}
 
 buffer_pool::buffer_pool(executor& ex, options opts)
-    : state_(new detail::pool_state(ex, opts.count, opts.size, opts.use_ring)) {}
+    : state_(new detail::pool_state(ex, opts.count, opts.size, opts.use_ring, opts.max_per_stream)) {}
 
 buffer_pool::~buffer_pool() {
   state_->close();
@@ -139,6 +154,7 @@ buffer_pool::~buffer_pool() {
 std::uint32_t buffer_pool::count() const noexcept { return state_->count; }
 std::uint32_t buffer_pool::buffer_size() const noexcept { return state_->size; }
 std::uint32_t buffer_pool::available() const noexcept { return state_->available(); }
+std::uint32_t buffer_pool::max_per_stream() const noexcept { return state_->per_stream; }
 bool buffer_pool::uses_ring() const noexcept { return state_->ring; }
 std::uint64_t buffer_pool::exhausted() const noexcept { return state_->exhausted; }
 

@@ -20,16 +20,21 @@ struct io_uring_buf_ring;
 
 namespace uring::detail {
 
-// A stream state waiting for a buffer to come back (its receive found the pool empty).
+// A stream receiving with the pool: it holds buffers (counted here, against the pool's per-stream limit),
+// and may wait for one to come back (its receive found the pool empty).
 struct pool_waiter {
+  // A buffer went back to the pool while this stream waited for one.
   virtual void on_buffer_returned() noexcept = 0;
+  // One of this stream's own buffers went back (a lease returned): it may be under its limit again.
+  virtual void on_own_returned() noexcept = 0;
+  std::uint32_t held = 0;  // buffers of the pool this stream holds: queued in it, leased, being filled
 
  protected:
   ~pool_waiter() = default;
 };
 
 struct pool_state {
-  pool_state(executor& ex, std::uint32_t count, std::uint32_t size, bool use_ring);
+  pool_state(executor& ex, std::uint32_t count, std::uint32_t size, bool use_ring, std::uint32_t per_stream);
   ~pool_state();
   pool_state(const pool_state&) = delete;
   pool_state& operator=(const pool_state&) = delete;
@@ -37,11 +42,12 @@ struct pool_state {
   executor* ex;
   std::uint32_t count;
   std::uint32_t size;
-  std::uint16_t group = 0;  // the buffer group id, while ring
-  bool ring = false;        // registered as a provided-buffer ring
-  bool closed = false;      // the pool object is gone: receives fail, returns just count
-  std::size_t refs = 1;     // the pool object, leases, stream states
-  void* memory = nullptr;   // one mapping: the ring's slots (page-aligned, first), then the buffers
+  std::uint32_t per_stream;  // the most buffers one stream holds (options::max_per_stream, resolved)
+  std::uint16_t group = 0;   // the buffer group id, while ring
+  bool ring = false;         // registered as a provided-buffer ring
+  bool closed = false;       // the pool object is gone: receives fail, returns just count
+  std::size_t refs = 1;      // the pool object, leases, stream states
+  void* memory = nullptr;    // one mapping: the ring's slots (page-aligned, first), then the buffers
   std::size_t mapped = 0;
   io_uring_buf_ring* slots = nullptr;
   unsigned mask = 0;  // ring slots - 1
@@ -51,6 +57,8 @@ struct pool_state {
   std::uint64_t returns = 0;    // buffers given back so far (a stream that ran dry asks: any since I armed?)
   std::vector<std::uint16_t> free_ids;  // no ring: buffers free to take
   std::vector<pool_waiter*> waiters;
+  std::vector<pool_waiter*>
+      owners;  // by buffer id: the stream holding it, or null (free, or its stream is gone)
 
   [[nodiscard]] char* buffer(std::uint16_t id) const noexcept { return buffers + std::size_t{id} * size; }
   [[nodiscard]] bool has_free() const noexcept { return ring ? in_ring > 0 : !free_ids.empty(); }
@@ -65,8 +73,22 @@ struct pool_state {
   }
   // The kernel filled buffer `id` (ring): it is out of the ring until given back.
   void picked() noexcept { --in_ring; }
-  // Buffer `id` is free again: back into the ring (or the free list), and every waiter hears of it.
+  // Buffer `id` is free again: back into the ring (or the free list), every waiter hears of it (those
+  // holding nothing first), then the stream that held it.
   void give_back(std::uint16_t id) noexcept;
+  // Buffer `id` is held by `w` now (it filled it, or took it to fill).
+  void own(std::uint16_t id, pool_waiter& w) noexcept {
+    owners[id] = &w;
+    ++w.held;
+  }
+  // Buffer `id` no longer counts for its stream (which is giving it back itself: it is not told).
+  void disown(std::uint16_t id) noexcept {
+    if (pool_waiter* o = owners[id]) --o->held;
+    owners[id] = nullptr;
+  }
+  // `w` is going: its leases still out no longer count for anyone.
+  void forget(pool_waiter& w) noexcept;
+  [[nodiscard]] bool at_limit(const pool_waiter& w) const noexcept { return w.held >= per_stream; }
 
   void add_ref() noexcept { ++refs; }
   void unref() noexcept {

@@ -1,5 +1,10 @@
-// leased_recv.cpp — a stream's receives into a buffer_pool: one multishot recv over a provided-buffer
-// ring, or (without one) a recv per call that takes a pool buffer only once the socket is readable.
+// leased_recv.cpp — a stream's receives into a buffer_pool: a recv that picks its buffer from a
+// provided-buffer ring, kept armed while the stream holds less than its share of the pool, or (without a
+// ring) a recv per call that takes a pool buffer only once the socket is readable.
+//
+// One request at a time, each taking at most one buffer: that is what makes the per-stream limit exact (a
+// multishot recv fills as many buffers as the socket has data for before its completions are seen, so a
+// peer that sends without reading would drain the pool in one burst).
 //
 // One state per stream, driven by its operation's completions. It is flagged multishot so that its
 // completion function sees every completion, also those drained while the executor shuts down: buffers
@@ -41,6 +46,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   recv_state& operator=(const recv_state&) = delete;
   ~recv_state() {
     give_back_chunks();
+    pool->forget(*this);  // its leases still out return to the pool alone
     pool->unref();
   }
 
@@ -52,8 +58,8 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   int fd;
   pool_state* pool;
   executor* ex;
-  // Received, not yet taken (at most the pool's count), from ready[head]. A vector, not a deque: an
-  // empty one allocates nothing, and an idle connection should cost as little as possible.
+  // Received, not yet taken (at most the pool's per-stream limit), from ready[head]. A vector, not a
+  // deque: an empty one allocates nothing, and an idle connection should cost as little as possible.
   std::vector<chunk> ready;
   std::size_t head = 0;
   int error = 0;               // for the next recv to throw
@@ -61,8 +67,9 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   bool abandoned = false;      // the stream is gone
   bool hungry = false;         // waiting in the pool for a buffer to come back
   bool cancelling = false;     // we asked for the request in flight to be cancelled
-  std::uint16_t held = 0;      // no ring: the buffer the recv in flight fills
-  std::uint64_t armed_at = 0;  // ring: the pool's return count when the multishot was armed
+  bool capped = false;         // holds its limit of buffers: receives again when one of them comes back
+  std::uint16_t filling = 0;   // no ring: the buffer the recv in flight fills
+  std::uint64_t armed_at = 0;  // ring: the pool's return count when the recv was armed
   bool readable = false;       // no ring: the last poll said so, and nothing was received since
   bool eager = false;          // no ring: the last chunk filled its buffer (receive before polling)
   std::coroutine_handle<> waiter;
@@ -84,9 +91,14 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     return c;
   }
   void give_back_chunks() noexcept {
-    for (std::size_t i = head; i < ready.size(); ++i) pool->give_back(ready[i].id);
+    for (std::size_t i = head; i < ready.size(); ++i) drop(ready[i].id);
     ready.clear();
     head = 0;
+  }
+  // Gives back a buffer of ours without being told of it (on_own_returned is for leases).
+  void drop(std::uint16_t id) noexcept {
+    pool->disown(id);
+    pool->give_back(id);
   }
 
   // The waiting receive has its result: resume it on a later turn. Its stop reason and deadline go with it
@@ -97,9 +109,9 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (waiter) executor_access::schedule(*ex, std::exchange(waiter, {}));
   }
 
-  // Starts receiving for a waiter: arms the multishot, or (no ring) waits for readability, or receives
-  // into a free buffer, or waits for one to come back. Never wakes the waiter itself; a failure shows as
-  // done().
+  // Starts receiving: arms a recv that picks a ring buffer, or (no ring) waits for readability, or
+  // receives into a free buffer, or waits for one to come back; nothing while the stream holds its limit.
+  // Never wakes the waiter itself; a failure shows as done().
   void start() noexcept {
     if (pool->closed || !executor_core::accepting(*ex)) {
       error = ECANCELED;
@@ -111,8 +123,12 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
         pool->wait(*this);
         return;
       }
+      if (pool->at_limit(*this)) {
+        capped = true;
+        return;
+      }
       armed_at = pool->returns;
-      submit({.code = op_code::recv_multishot, .fd = fd, .len = pool->group});
+      submit({.code = op_code::recv_multishot, .fd = fd, .len = pool->group, .aux = kOneChunk});
       return;
     }
     // No ring: a buffer is taken only when data is likely there (the socket polled readable, or the last
@@ -122,14 +138,17 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     } else if (!pool->has_free()) {
       hungry = true;
       pool->wait(*this);
+    } else if (pool->at_limit(*this)) {
+      capped = true;
     } else {
       readable = false;
-      held = pool->take();
+      filling = pool->take();
+      pool->own(filling, *this);
       submit({.code = op_code::recv,
               .fd = fd,
               .len = pool->size,
               .op_flags = MSG_DONTWAIT,
-              .addr = pool->buffer(held)});
+              .addr = pool->buffer(filling)});
     }
   }
 
@@ -139,14 +158,20 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     executor_access::submit(*ex, *this);  // accepting() was checked: it does not throw
   }
 
-  // The request ended (its final completion) and the waiter, if any, has no result yet: it fails with
-  // its stop reason, or the receive goes on. `ran_dry`: the multishot ended for want of buffers.
+  // Whether to receive now: for a waiter without a result, or (ring) ahead of the next receive.
+  [[nodiscard]] bool wants_data() const noexcept {
+    if (abandoned || eof || error != 0) return false;
+    return pool->ring || (waiter && !done());
+  }
+
+  // The request ended (its final completion): a waiter without a result fails with its stop reason, or
+  // the stream receives again. `ran_dry`: the recv failed for want of buffers.
   void after_final(bool ran_dry) noexcept {
-    if (!waiter || done()) return;
-    if (stop_reason != 0) {
+    if (waiter && !done() && stop_reason != 0) {
       error = stop_reason;
       return;
     }
+    if (!wants_data()) return;
     // Ran dry: try again at once if a buffer came back since the request was armed (the ring may hold it
     // now), else when one does.
     if (ran_dry && (pool->returns == armed_at || !pool->has_free())) {
@@ -159,9 +184,20 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
 
   void on_buffer_returned() noexcept override {
     hungry = false;
-    if (abandoned || !waiter) return;
+    resume_receiving();
+  }
+
+  void on_own_returned() noexcept override {
+    if (!capped) return;
+    capped = false;
+    resume_receiving();
+  }
+
+  // After a wait for a buffer (the pool's, or one of its own): receives again if it still wants to.
+  void resume_receiving() noexcept {
+    if (in_flight() || hungry || !wants_data()) return;
     start();
-    if (done()) wake();
+    if (waiter && done()) wake();
   }
 
   // Ends the waiting receive with `reason` (ECANCELED, ETIMEDOUT) unless a result is there first.
@@ -173,8 +209,8 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
         cancelling = true;
         executor_access::cancel(*ex, *this);  // the final completion fails the waiter
       }
-    } else if (hungry) {
-      pool->stop_waiting(*this);
+    } else if (hungry || capped) {
+      if (hungry) pool->stop_waiting(*this);
       hungry = false;
       error = reason;
       wake();
@@ -201,6 +237,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       pool->stop_waiting(*this);
       hungry = false;
     }
+    capped = false;
     if (in_flight() && !cancelling) {
       cancelling = true;
       executor_access::cancel(*ex, *this);
@@ -232,12 +269,13 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     error = res_errno;
   }
 
-  // Ring: one completion of the multishot recv.
+  // Ring: the recv completed (with a chunk, end of stream, ENOBUFS or an error).
   void on_chunk(bool final) noexcept {
     if (cqe_flags & kCqeBuffer) {
       const auto id = static_cast<std::uint16_t>(cqe_flags >> kCqeBufferShift);
       pool->picked();
       if (res > 0 && !abandoned) {
+        pool->own(id, *this);
         ready.push_back({id, static_cast<std::uint32_t>(res)});
       } else {
         pool->give_back(id);
@@ -256,13 +294,13 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (done()) wake();
   }
 
-  // No ring: the recv into `held` completed.
+  // No ring: the recv into `filling` completed.
   void on_recv() noexcept {
     if (res > 0 && !abandoned) {
       eager = static_cast<std::uint32_t>(res) == pool->size;
-      ready.push_back({held, static_cast<std::uint32_t>(res)});
+      ready.push_back({filling, static_cast<std::uint32_t>(res)});
     } else {
-      pool->give_back(held);
+      drop(filling);
       if (abandoned) return;
       if (res == -EAGAIN) {  // nothing there after all: wait for readability, holding no buffer
         eager = false;
@@ -320,8 +358,8 @@ namespace uring::detail {
 
 bool recv_ready(const recv_state& s) noexcept { return s.done(); }
 
-executor* recv_suspend(const std::shared_ptr<recv_state>& state, std::coroutine_handle<> h, std::int64_t deadline_ns,
-                       std::uint64_t* wait) {
+executor* recv_suspend(const std::shared_ptr<recv_state>& state, std::coroutine_handle<> h,
+                       std::int64_t deadline_ns, std::uint64_t* wait) {
   executor& ex = executor_access::current("recv");
   recv_state& s = *state;
   if (&ex != s.ex) throw std::logic_error("recv: the buffer pool belongs to another executor");

@@ -12,12 +12,65 @@
 #include <cerrno>
 #include <utility>
 
+#include "net/zc_shutdown.hpp"
+#include "net/zc_step.hpp"
 #include "uring/error.hpp"
 #include "uring/executor.hpp"
 #include "uring/io.hpp"
-#include "net/zc_step.hpp"
 
 namespace uring::detail {
+
+namespace {
+thread_local zc_watch* t_watched = nullptr;  // the thread's listed sends, newest first
+}  // namespace
+
+void zc_watch::list(executor& e, operation& send) noexcept {
+  unlist();
+  ex = &e;
+  op = &send;
+  prev = nullptr;
+  next = t_watched;
+  if (next != nullptr) next->prev = this;
+  t_watched = this;
+  listed = true;
+}
+
+void zc_watch::unlist() noexcept {
+  if (!listed) return;
+  (prev != nullptr ? prev->next : t_watched) = next;
+  if (next != nullptr) next->prev = prev;
+  prev = next = nullptr;
+  listed = false;
+}
+
+std::size_t zero_copy_sends_waiting(const executor& ex) noexcept {
+  std::size_t n = 0;
+  for (const zc_watch* w = t_watched; w != nullptr; w = w->next) n += w->ex == &ex ? 1 : 0;
+  return n;
+}
+
+std::size_t reset_zero_copy_sends(executor& ex) noexcept {
+  std::size_t n = 0;
+  for (const zc_watch* w = t_watched; w != nullptr; w = w->next) {
+    if (w->ex != &ex) continue;
+    ++n;
+    sockaddr none{};
+    none.sa_family = AF_UNSPEC;
+    (void)::connect(w->op->request.fd, &none, sizeof none);  // drops the queued data: its pages are freed
+  }
+  return n;
+}
+
+void orphan_zero_copy_sends(executor& ex) noexcept {
+  for (zc_watch* w = t_watched; w != nullptr;) {
+    zc_watch* next = w->next;  // an orphaned send may free itself (and its node)
+    if (w->ex == &ex) {
+      w->unlist();
+      w->orphan(w->op);
+    }
+    w = next;
+  }
+}
 
 // One completion of a zero-copy send: the count, flagged kCqeMore (kept in `sent`; false: the notification
 // follows), or the last one (true), whose res is then the count (after a notification) or the result.
@@ -33,6 +86,8 @@ bool zc_completion(operation& op, std::int32_t& sent) noexcept {
 send_zc_awaitable::send_zc_awaitable(int fd, const_buffer buf, std::uint32_t msg_flags) noexcept {
   complete = &on_complete;
   multishot = true;
+  // Its frame goes with the executor's: nothing to free, only the state to put at rest.
+  watch_.orphan = [](operation* op) noexcept { op->state = op_state::idle; };
   request = {.code = op_code::send_zc,
              .fd = fd,
              .len = clamp_len(buf.size()),
@@ -46,6 +101,7 @@ bool send_zc_awaitable::await_suspend(std::coroutine_handle<> h) {
   ex_ = &ex;
   waiter = h;
   executor_access::submit(ex, *this);
+  if (request.code == op_code::send_zc) watch_.list(ex, *this);
   return true;
 }
 
@@ -57,6 +113,7 @@ std::size_t send_zc_awaitable::await_resume() {
 void send_zc_awaitable::on_complete(operation* self) noexcept {
   auto* me = static_cast<send_zc_awaitable*>(self);
   if (!zc_completion(*me, me->sent_)) return;
+  me->watch_.unlist();
   // Sockets without zero-copy support (unix-domain ones) refuse the op: send a copy instead.
   if (me->res == -EOPNOTSUPP && me->request.code == op_code::send_zc &&
       executor_core::accepting(*me->ex_)) {
@@ -83,6 +140,14 @@ zc_step::zc_step(int fd, const_buffer buf, std::int64_t deadline) noexcept : dea
   timer.owner = this;
   timer.complete = &zc_timer::on_complete;
   timer.multishot = true;
+  // The ring is gone: no completion will drop the request's reference.
+  watch.orphan = [](operation* op) noexcept {
+    auto* me = static_cast<zc_step*>(op);
+    me->state = op_state::idle;
+    me->timer.state = op_state::idle;
+    me->timer.keep.reset();
+    std::shared_ptr<zc_step> keep = std::move(me->self);
+  };
 }
 
 void zc_step::interrupt(int why) noexcept {
@@ -102,6 +167,7 @@ void zc_step::on_complete(operation* op) noexcept {
   auto* me = static_cast<zc_step*>(op);
   if (me->cqe_flags & kCqeMore) me->counted = true;
   if (!zc_completion(*me, me->sent)) return;
+  me->watch.unlist();
   std::shared_ptr<zc_step> keep = std::move(me->self);  // frees it at the end at the latest
   if (me->timer.state != op_state::idle) executor_access::cancel(*me->ex, me->timer);
   if (me->waiter) executor_access::schedule(*me->ex, std::exchange(me->waiter, {}));
@@ -117,12 +183,14 @@ bool state_ready(const zc_step& /*s*/) noexcept { return false; }
 
 void state_cancel(zc_step& s, std::uint64_t /*wait*/) noexcept { s.interrupt(ECANCELED); }
 
-executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h, std::int64_t /*deadline*/) {
+executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h,
+                        std::int64_t /*deadline*/) {
   executor& ex = executor_access::current("write_all");
   s->ex = &ex;
   s->waiter = h;
   s->self = s;
   executor_access::submit(ex, *s);
+  s->watch.list(ex, *s);
   if (s->deadline_ns != 0) {
     s->timer.at = {s->deadline_ns / 1'000'000'000, s->deadline_ns % 1'000'000'000};
     s->timer.request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &s->timer.at};

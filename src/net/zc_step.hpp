@@ -6,9 +6,10 @@
 // tcp_stream::send_zc (detail::send_zc_awaitable) lives in the coroutine frame and cannot be cancelled. The
 // step write_all needs has write_all's limits: a deadline (a timer of its own: a linked timeout ends with
 // the send's first completion, and the wait for the notification can last as long as the peer does not
-// read) and a stop token; see zc_step::interrupt for what they do. A stop from another thread is posted to the owner, where it may run after the step has finished, so the step is
-// kept by shared_ptr and the posted cancel holds it weakly (detail::state_awaitable). One allocation per
-// step is nothing next to the >= 16 KiB it sends.
+// read) and a stop token; see zc_step::interrupt for what they do. A stop from another thread is posted to
+// the owner, where it may run after the step has finished, so the step is kept by shared_ptr and the posted
+// cancel holds it weakly (detail::state_awaitable). One allocation per step is nothing next to the >= 16 KiB
+// it sends.
 #pragma once
 
 #include <coroutine>
@@ -18,6 +19,7 @@
 
 #include "uring/buffer.hpp"
 #include "uring/detail/operation.hpp"
+#include "uring/detail/send_zc.hpp"
 #include "uring/detail/state_awaitable.hpp"
 #include "uring/error.hpp"
 
@@ -43,6 +45,7 @@ struct zc_step final : operation, std::enable_shared_from_this<zc_step> {
   int reason = 0;        // ETIMEDOUT or ECANCELED once interrupted
   bool aborted = false;  // interrupted after the count: the connection was reset to get the pages back
   zc_timer timer;
+  zc_watch watch;
   std::shared_ptr<zc_step> self;  // while in flight
   // Ends the step with `reason`: before the count, by cancelling the send; after it, the kernel holds the
   // pages until the peer has acknowledged them, which a peer that does not read never does, so the
@@ -67,7 +70,8 @@ bool zc_completion(operation& op, std::int32_t& sent) noexcept;  // send_zc.cpp
 
 // Sends up to buf.size() bytes of `fd` by IORING_OP_SEND_ZC (MSG_NOSIGNAL), by `deadline_ns`
 // (CLOCK_MONOTONIC; 0: none), unless `stop` is requested; resumes once the kernel has let go of the buffer.
-inline zc_step_awaitable send_zc_step(int fd, const_buffer buf, std::int64_t deadline_ns, std::stop_token stop) {
+inline zc_step_awaitable send_zc_step(int fd, const_buffer buf, std::int64_t deadline_ns,
+                                      std::stop_token stop) {
   return {std::make_shared<zc_step>(fd, buf, deadline_ns), std::move(stop)};
 }
 

@@ -161,8 +161,9 @@ inline constexpr op_row kOpTable[] = {
      nullptr},
     // fd, op_flags = MSG_* flags, len = buffer group (a provided-buffer ring registered on this ring). One
     // completion per chunk received, flagged kCqeMore while armed, each carrying the buffer it filled
-    // (kCqeBuffer, id in the flags' top 16 bits). -ENOBUFS (final) when the group ran dry. The emulation
-    // has no provided buffers: the library receives into its own pool there.
+    // (kCqeBuffer, id in the flags' top 16 bits). -ENOBUFS (final) when the group ran dry. aux = kOneChunk:
+    // a single recv instead, one chunk (one buffer) at most. The emulation has no provided buffers: the
+    // library receives into its own pool there.
     {op_code::recv_multishot, "recv_multishot", kop::recv, "6.0", e::none, true, false, prep_recv_multishot,
      nullptr},
     // As send, zero-copy: the byte count comes flagged kCqeMore, then a completion flagged kCqeNotif once the

@@ -22,6 +22,8 @@ namespace uring::detail {
 
 // As an offset: the fd's own position (pipes and sockets have none).
 inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
+// As recv_multishot's aux: one chunk, not multishot.
+inline constexpr std::uint64_t kOneChunk = 1;
 
 // A completion flag (the kernel's IORING_CQE_F_MORE): a multishot operation will complete again. Only the
 // completion without it is final.

@@ -9,14 +9,20 @@
 // when the lease is destroyed (or reset()). A connection that is idle holds no buffer, so memory scales
 // with the data in flight, not with the number of connections.
 //
-// Natively (kernel 6.0+: provided buffer rings and multishot recv) the buffers form a ring registered
-// with the kernel (IORING_REGISTER_PBUF_RING) under a buffer group of its own, and each stream receives
-// by one multishot recv that stays armed while the stream reads; chunks that arrive before they are asked
-// for wait in the stream, bounded by the pool. When every buffer is leased the kernel ends the multishot
-// with ENOBUFS and the data stays in the socket; the stream re-arms when a lease is returned (not on a
-// timer), so no byte is lost. Elsewhere (the emulated backend, older kernels, URING_DISABLE=buf_ring or
-// options::use_ring = false) a receive waits for readability, then takes a free buffer (waiting for a
-// return when there is none) and receives into it: the same API and the same guarantees.
+// Natively (kernel 6.0+: provided buffer rings) the buffers form a ring registered with the kernel
+// (IORING_REGISTER_PBUF_RING) under a buffer group of its own, and each stream keeps one receive armed
+// that picks a buffer from it when data comes: chunks that arrive before they are asked for wait in the
+// stream. When every buffer is out the kernel fails that receive with ENOBUFS and the data stays in the
+// socket; the stream tries again when a buffer is returned (not on a timer), so no byte is lost.
+// Elsewhere (the emulated backend, older kernels, URING_DISABLE=buf_ring or options::use_ring = false) a
+// receive waits for readability, then takes a free buffer (waiting for a return when there is none) and
+// receives into it, never ahead of a receive: the same API and the same guarantees.
+//
+// Sharing: one stream holds at most options::max_per_stream buffers (chunks waiting in it plus its leases
+// not yet returned). At the limit it receives nothing more (its data waits in the socket, and TCP slows
+// its peer) until one of them comes back, so a peer that sends without reading what it is sent cannot
+// drain the pool for every other connection. When the pool is dry, each returned buffer is offered first
+// to the streams that hold none, then to the others, oldest wait first.
 //
 // Lifetime: a lease keeps the pool's memory alive, so leases may outlive the pool and the stream they came
 // from (they stay valid, and are freed when the last one goes). The pool object itself must be destroyed
@@ -99,9 +105,13 @@ class buffer_pool {
   struct options {
     std::uint32_t count = 256;  // buffers, 1 to 32768
     std::uint32_t size = 4096;  // bytes each
-    // Register the buffers with the kernel as a provided-buffer ring where the executor can (multishot
-    // recv). False: always the one-recv-per-call path, to compare or to test it.
+    // Register the buffers with the kernel as a provided-buffer ring where the executor can. False:
+    // always the one-recv-per-call path, to compare or to test it.
     bool use_ring = true;
+    // The most buffers one stream holds at once; a receive of a stream at the limit waits for one of
+    // them to be returned (an application that keeps more chunks than this before returning any waits
+    // forever: raise it). 0: count / 4, at most 16 (at least 1). At most count.
+    std::uint32_t max_per_stream = 0;
   };
 
   // A pool on the running executor (a std::logic_error if none runs on this thread).
@@ -120,7 +130,9 @@ class buffer_pool {
   [[nodiscard]] std::uint32_t available() const noexcept;
   // How many times a receive found every buffer out and had to wait for one to come back.
   [[nodiscard]] std::uint64_t exhausted() const noexcept;
-  // Whether the buffers are a provided-buffer ring in the kernel (multishot recv) or not.
+  // options::max_per_stream as resolved (never 0).
+  [[nodiscard]] std::uint32_t max_per_stream() const noexcept;
+  // Whether the buffers are a provided-buffer ring in the kernel or not.
   [[nodiscard]] bool uses_ring() const noexcept;
 
   [[nodiscard]] detail::pool_state& state() const noexcept { return *state_; }  // for the library

@@ -5,18 +5,18 @@
 // uring::with_stop_token for it.
 // Threads: await from a coroutine on the pool's executor; a stop request may come from any thread.
 //
-// A stream that receives with a pool keeps a small state between calls (leased_receiver): the multishot
-// recv it armed, and chunks received before they were asked for. The state may outlive the stream: a
-// request the kernel still holds keeps it, and it frees itself (returning any buffers) with the request's
-// final completion. See uring/net/buffer_pool.hpp for the semantics.
+// A stream that receives with a pool keeps a small state between calls (leased_receiver): the recv it
+// armed, and chunks received before they were asked for (up to the pool's max_per_stream). The state may
+// outlive the stream: a request the kernel still holds keeps it, and it frees itself (returning any
+// buffers) with the request's final completion. See uring/net/buffer_pool.hpp for the semantics.
 //
 // Like every single operation of the library, a leased receive throws std::system_error("recv: ...") or,
 // with .nothrow(), yields the error; it takes a stop token (with_stop_token, else the awaiting task's)
 // and a timeout (with_timeout). A stop fails it with ECANCELED, a timeout with ETIMEDOUT, and either one
 // takes no bytes: the receive request ends (the next receive re-arms it) and whatever arrived meanwhile
 // waits in the stream for the next receive, so nothing is lost or repeated. A chunk that is there when the
-// stop or the time comes wins: the receive yields it. The timeout is not a linked timeout (a multishot
-// request outlives any one receive): the state keeps one timer, armed at the earliest deadline of a
+// stop or the time comes wins: the receive yields it. The timeout is not a linked timeout (the recv
+// armed ahead outlives any one receive): the state keeps one timer, armed at the earliest deadline of a
 // waiting receive and not cancelled when a receive ends early, so a timed receive that finds data costs
 // nothing extra; the timer re-arms itself when it fires for a deadline that has since moved.
 #pragma once

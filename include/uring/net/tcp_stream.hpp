@@ -72,8 +72,10 @@ class tcp_stream : public socket {
   // on a stop request (`stop`, else the awaiting task's), ETIMEDOUT when uring::with_timeout's time
   // passes first; `.nothrow()` yields a recv_result instead. An interrupted receive takes no bytes (they
   // wait for the next one; see uring/net/leased_recv.hpp). The first call binds the stream to `pool` and to
-  // the running executor, which must be the pool's; natively it arms a multishot recv that stays armed
-  // while the stream reads. Not to be mixed with read_some while chunks may be waiting in the stream.
+  // the running executor, which must be the pool's; natively it keeps a recv armed, one chunk ahead, while
+  // the stream holds fewer than the pool's max_per_stream buffers (queued chunks and leases not yet
+  // returned); at the limit the receive waits for one of them to be returned. Not to be mixed with
+  // read_some while chunks may be waiting in the stream.
   [[nodiscard]] recv_awaitable recv(buffer_pool& pool, std::stop_token stop = {}) {
     return receiver_.recv(fd(), pool, std::move(stop));
   }
@@ -88,7 +90,8 @@ class tcp_stream : public socket {
   // Sends up to buf.size() bytes without copying them (IORING_OP_SEND_ZC, kernel 6.0; elsewhere, and with
   // URING_DISABLE=send_zc, a plain send); yields the count, which may be short. Completes only once the
   // kernel no longer reads `buf`, so the buffer is the caller's again when the co_await returns. Pays off
-  // for large sends (tens of KiB and up) to a real network; loopback copies anyway. Cannot be cancelled.
+  // for large sends (tens of KiB and up) to a real network; loopback copies anyway. Cannot be cancelled;
+  // an executor shut down while the peer does not read resets the connection after a grace (executor.hpp).
   [[nodiscard]] detail::send_zc_awaitable send_zc(const_buffer buf) const noexcept {
     return {fd(), buf, MSG_NOSIGNAL};
   }
