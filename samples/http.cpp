@@ -149,73 +149,105 @@ constexpr std::size_t out_limit = 16 * 1024;  // answers gathered beyond this ar
 constexpr std::size_t file_piece = 256 * 1024;  // a larger file goes out by send_file, this much at a time
 constexpr std::size_t max_body = 16 * 1024;     // a request body (no route reads one) above this is 413
 
+constexpr int pause_chunks = 16;  // at most this many chunks are taken in when receiving pauses
+
+// One connection's stream and what waits to go in and out of it.
+struct connection {
+  tcp_stream& s;
+  sample::worker& w;
+  std::string out;    // answers gathered, at most about out_limit + small_file bytes
+  std::string stash;  // bytes received while pausing, for the parser
+};
+
 // Sends the answers gathered in `out` (within --write-timeout) and empties it.
-task<void> flush(const config& c, const tcp_stream& s, std::string& out) {
-  if (out.empty()) co_return;
-  co_await s.write_all(std::span(out.data(), out.size()), c.write_timeout);
-  out.clear();
+task<void> flush(const config& c, connection& conn) {
+  if (conn.out.empty()) co_return;
+  co_await conn.s.write_all(std::span(conn.out.data(), conn.out.size()), c.write_timeout);
+  conn.out.clear();
+}
+
+// Leased over a buffer ring, a stream's multishot receive stays armed between receives: while the
+// connection waits on a slow peer to take a file or a burst of answers, what the peer sends meanwhile would
+// fill the executor's pool, which every connection shares. So before such a send the armed receive is ended
+// (a receive with no time to wait): the few chunks there already (pause_chunks at most) go to the stash,
+// the rest stays in the socket until the connection reads again. A peer with more than pause_chunks chunks
+// there (it sends far ahead of the answers it takes) is dropped: std::system_error, as when the stream
+// failed.
+task<void> pause_receiving(connection& conn) {
+  if (conn.w.pool == nullptr || !conn.w.pool->uses_ring()) co_return;  // then nothing is armed
+  for (int i = 0; i <= pause_chunks; ++i) {
+    uring::net::recv_result r =
+        co_await uring::with_timeout(conn.s.recv(*conn.w.pool).nothrow(), milliseconds(0));
+    if (r.res == -ETIMEDOUT || r.res == 0) co_return;  // ended (end of stream is seen again by the next read)
+    if (r.res < 0) throw std::system_error(-r.res, std::system_category(), "recv");
+    conn.stash.append(r.buffer.view());
+  }
+  throw std::system_error(ENOBUFS, std::system_category(), "recv: too far ahead of its answers");
+}
+
+// Appends a text/plain answer (without the body for HEAD).
+void append_text(std::string& out, int status, std::string_view body, bool head, bool keep) {
+  const uring::http::header type{"Content-Type", "text/plain"};
+  if (head) {
+    uring::http::append_response_head(out, status, std::span(&type, 1), body.size(), keep);
+  } else {
+    uring::http::append_response(out, status, std::span(&type, 1), body, keep);
+  }
 }
 
 // Answers GET|HEAD /file/<rest>: a small file is read and appended to `out` with its head; a larger one is
 // sent after `out` (and its head), straight from the file. False if the connection must close (the file
 // shrank while it was being sent).
-task<bool> answer_file(const config& c, const tcp_stream& s, std::string_view rest, bool head, bool keep,
-                       std::string& out) {
-  using uring::http::header;
+task<bool> answer_file(const config& c, connection& conn, std::string_view rest, bool head, bool keep) {
   sample::opened_file f = co_await c.files->open(rest);
   if (f.status != 200) {
-    std::string_view body = f.status == 414 ? "path too long\n" : "not found\n";
-    const header type{"Content-Type", "text/plain"};
-    if (head) {
-      uring::http::append_response_head(out, f.status, std::span(&type, 1), body.size(), keep);
-    } else {
-      uring::http::append_response(out, f.status, std::span(&type, 1), body, keep);
-    }
+    append_text(conn.out, f.status, f.status == 414 ? "path too long\n" : "not found\n", head, keep);
     co_return true;
   }
   uring::owned_fd file(f.fd);
-  const header type{"Content-Type", "application/octet-stream"};
+  const uring::http::header type{"Content-Type", "application/octet-stream"};
   if (head) {
-    uring::http::append_response_head(out, 200, std::span(&type, 1), f.size, keep);
+    uring::http::append_response_head(conn.out, 200, std::span(&type, 1), f.size, keep);
     co_return true;
   }
   if (f.size <= small_file) {
     std::string body(static_cast<std::size_t>(f.size), '\0');
     std::size_t got = 0;
     while (got < body.size()) {
-      std::size_t n = co_await uring::read(f.fd, std::span(body.data() + got, body.size() - got), got);
-      if (n == 0) break;  // it shrank meanwhile
-      got += n;
+      uring::io_result r =
+          co_await uring::read(f.fd, std::span(body.data() + got, body.size() - got), got).nothrow();
+      if (r.res < 0) {
+        append_text(conn.out, 500, "read failed\n", false, keep);
+        co_return true;
+      }
+      if (r.res == 0) break;  // it shrank meanwhile
+      got += static_cast<std::size_t>(r.res);
     }
     body.resize(got);
-    uring::http::append_response(out, 200, std::span(&type, 1), body, keep);
+    uring::http::append_response(conn.out, 200, std::span(&type, 1), body, keep);
     co_return true;
   }
-  uring::http::append_response_head(out, 200, std::span(&type, 1), f.size, keep);
-  co_await flush(c, s, out);
-  co_return co_await sample::send_body(s, f.fd, f.size, file_piece, c.write_timeout);
+  uring::http::append_response_head(conn.out, 200, std::span(&type, 1), f.size, keep);
+  co_await pause_receiving(conn);
+  co_await flush(c, conn);
+  co_return co_await sample::send_body(conn.s, f.fd, f.size, file_piece, c.write_timeout);
 }
 
 // Answers `req`: appended to `out`, or (a large file) sent. False if the connection must close.
-task<bool> answer(const config& c, const tcp_stream& s, const uring::http::request& req, std::string& out) {
-  using uring::http::header;
+task<bool> answer(const config& c, connection& conn, const uring::http::request& req) {
   bool head = req.method == "HEAD";
   std::string_view path = uring::http::target_path(req.target);
   if (req.method != "GET" && !head) {
-    header headers[] = {{"Content-Type", "text/plain"}, {"Allow", "GET, HEAD"}};
-    uring::http::append_response(out, 405, headers, "method not allowed\n", req.keep_alive);
+    uring::http::header headers[] = {{"Content-Type", "text/plain"}, {"Allow", "GET, HEAD"}};
+    uring::http::append_response(conn.out, 405, headers, "method not allowed\n", req.keep_alive);
     co_return true;
   }
   if (path.starts_with("/file/"))
-    co_return co_await answer_file(c, s, path.substr(5), head, req.keep_alive, out);
-  const bool hello = path == "/";
-  std::string_view body = hello ? "hello\n" : "not found\n";
-  const header type{"Content-Type", "text/plain"};
-  if (head) {
-    uring::http::append_response_head(out, hello ? 200 : 404, std::span(&type, 1), body.size(),
-                                      req.keep_alive);
+    co_return co_await answer_file(c, conn, path.substr(5), head, req.keep_alive);
+  if (path == "/") {
+    append_text(conn.out, 200, "hello\n", head, req.keep_alive);
   } else {
-    uring::http::append_response(out, hello ? 200 : 404, std::span(&type, 1), body, req.keep_alive);
+    append_text(conn.out, 404, "not found\n", head, req.keep_alive);
   }
   co_return true;
 }
@@ -246,7 +278,8 @@ task<void> answer_and_close(tcp_stream& s, std::string_view answer, uring::net::
 // Serves one connection's requests in order until it closes, fails, breaks a rule or times out.
 task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) {
   const config& c = *cfg;
-  std::string out;
+  connection conn{.s = s, .w = *w, .out = {}, .stash = {}};
+  std::string& out = conn.out;
   try {
     if (open_connections.fetch_add(1, std::memory_order_relaxed) >= c.max_connections) {
       uring::http::append_response(out, 503, {}, "too many connections\n", false);
@@ -263,6 +296,10 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
       // pipelined burst waits in the socket, not in memory.
       bool answered = false;
       for (;;) {
+        if (!conn.stash.empty()) {  // what pausing took in comes after everything fed before
+          parser.feed(conn.stash);
+          conn.stash.clear();
+        }
         auto st = parser.next();
         if (st == uring::http::parse_status::need_more) break;
         if (st == uring::http::parse_status::error) {
@@ -275,12 +312,15 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
         }
         const auto& req = parser.get();
         // Not cancelled by the drain: requests received are answered.
-        open = co_await answer(c, s, req, out) && req.keep_alive;
+        open = co_await answer(c, conn, req) && req.keep_alive;
         answered = true;
         if (!open) break;
-        if (out.size() >= out_limit) co_await flush(c, s, out);
+        if (out.size() >= out_limit) {  // a burst: its answers may wait on the peer
+          co_await pause_receiving(conn);
+          co_await flush(c, conn);
+        }
       }
-      co_await flush(c, s, out);
+      co_await flush(c, conn);
       if (!open) break;
       if (answered) deadline = std::chrono::steady_clock::now() + c.header_timeout;
       auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());

@@ -8,6 +8,7 @@
  - A client that asks for the file and never reads is dropped after --write-timeout: the server's fd count
    returns to its baseline (the send_file piece in flight is cancelled, on both backends).
  - HEAD of the big file: its length, no body.
+ - A client that asks for the file, does not read and keeps sending does not starve another client.
 """
 import os
 import socket
@@ -87,9 +88,37 @@ def main():
                 fail("the stuck client's connection never showed up")
             srv.wait_fds(baseline, deadline_s=40)
             stuck.close()
+        # A client that asks for the file, does not read, and then keeps sending requests: what it sends waits in
+        # its socket, not in the receive buffers the executor's connections share, so another client is
+        # still answered at once (the header timeout is long: starved, it would get nothing for 20 s).
+        with Server(binary, backend, root, ["--write-timeout", "60", "--header-timeout", "30"]) as srv2:
+            hog = srv2.connect()
+            hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            hog.sendall(b"GET /file/big HTTP/1.1\r\n\r\n")
+            hog.settimeout(30)
+            if not hog.recv(1, socket.MSG_PEEK):  # the server is sending the file: the flood comes after
+                fail("no answer to the hog")
+            hog.settimeout(0.2)
+            flood = b"GET / HTTP/1.1\r\n\r\n" * 1000
+            pushed = 0
+            end = time.monotonic() + 2
+            while time.monotonic() < end:
+                try:
+                    pushed += hog.send(flood)
+                except socket.timeout:
+                    pass
+            started = time.monotonic()
+            reply = exchange(srv2.port, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", timeout=20)
+            waited = time.monotonic() - started
+            hog.close()
+            if status_of(reply) != 200:
+                fail("another client, while one hogs (%d bytes pushed): %r after %.1f s" % (pushed, reply[:80],
+                                                                                             waited))
             print("uring-http (%s): %d x %d MiB pipelined: peak RSS %.1f MB (%.1f MB while not read), read in "
                   "%.1f s; a client that never reads dropped" % (backend, COUNT, BIG >> 20, peak / 1e6,
-                                                                 peak_during / 1e6, took))
+                                                                 peak_during / 1e6, took)
+                  + "; another client answered in %.2f s while one pushed %d bytes without reading" % (waited,
+                                                                                                      pushed))
 
 
 if __name__ == "__main__":
