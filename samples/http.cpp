@@ -30,6 +30,8 @@
 // parser keeps only what a request left); the header timeout is the leased receive's own timeout.
 // --recv copy reads into the parser's buffer (16 KiB of room per read).
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <array>
@@ -159,13 +161,6 @@ struct connection {
   std::string stash;  // bytes received while pausing, for the parser
 };
 
-// Sends the answers gathered in `out` (within --write-timeout) and empties it.
-task<void> flush(const config& c, connection& conn) {
-  if (conn.out.empty()) co_return;
-  co_await conn.s.write_all(std::span(conn.out.data(), conn.out.size()), c.write_timeout);
-  conn.out.clear();
-}
-
 // Leased over a buffer ring, a stream's multishot receive stays armed between receives: while the
 // connection waits on a slow peer to take a file or a burst of answers, what the peer sends meanwhile would
 // fill the executor's pool, which every connection shares. So before such a send the armed receive is ended
@@ -174,7 +169,6 @@ task<void> flush(const config& c, connection& conn) {
 // there (it sends far ahead of the answers it takes) is dropped: std::system_error, as when the stream
 // failed.
 task<void> pause_receiving(connection& conn) {
-  if (conn.w.pool == nullptr || !conn.w.pool->uses_ring()) co_return;  // then nothing is armed
   for (int i = 0; i <= pause_chunks; ++i) {
     uring::net::recv_result r =
         co_await uring::with_timeout(conn.s.recv(*conn.w.pool).nothrow(), milliseconds(0));
@@ -183,6 +177,25 @@ task<void> pause_receiving(connection& conn) {
     conn.stash.append(r.buffer.view());
   }
   throw std::system_error(ENOBUFS, std::system_category(), "recv: too far ahead of its answers");
+}
+
+// Bytes sent on `fd` and not yet acknowledged by the peer (SIOCOUTQ): they pile up when it stops reading.
+std::size_t unacknowledged(int fd) noexcept {
+  int n = 0;
+  return ::ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+// Sends the answers gathered in `out` (within --write-timeout) and empties it. Receiving pauses first if
+// the send may wait on the peer: `more` follows (a burst, a file), or the peer is already behind.
+task<void> flush(const config& c, connection& conn, bool more = false) {
+  if (conn.out.empty() && !more) co_return;
+  if (conn.w.pool != nullptr && conn.w.pool->uses_ring() &&
+      (more || unacknowledged(conn.s.fd()) > out_limit)) {
+    co_await pause_receiving(conn);
+  }
+  if (conn.out.empty()) co_return;
+  co_await conn.s.write_all(std::span(conn.out.data(), conn.out.size()), c.write_timeout);
+  conn.out.clear();
 }
 
 // Appends a text/plain answer (without the body for HEAD).
@@ -228,8 +241,7 @@ task<bool> answer_file(const config& c, connection& conn, std::string_view rest,
     co_return true;
   }
   uring::http::append_response_head(conn.out, 200, std::span(&type, 1), f.size, keep);
-  co_await pause_receiving(conn);
-  co_await flush(c, conn);
+  co_await flush(c, conn, true);
   co_return co_await sample::send_body(conn.s, f.fd, f.size, file_piece, c.write_timeout);
 }
 
@@ -316,8 +328,7 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
         answered = true;
         if (!open) break;
         if (out.size() >= out_limit) {  // a burst: its answers may wait on the peer
-          co_await pause_receiving(conn);
-          co_await flush(c, conn);
+          co_await flush(c, conn, true);
         }
       }
       co_await flush(c, conn);

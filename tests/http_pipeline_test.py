@@ -8,7 +8,8 @@
  - A client that asks for the file and never reads is dropped after --write-timeout: the server's fd count
    returns to its baseline (the send_file piece in flight is cancelled, on both backends).
  - HEAD of the big file: its length, no body.
- - A client that asks for the file, does not read and keeps sending does not starve another client.
+ - A client that asks for the file, does not read and keeps sending, and one that pipelines small requests
+   and never reads, do not starve another client of the executor's receive buffers.
 """
 import os
 import socket
@@ -107,10 +108,24 @@ def main():
                     pushed += hog.send(flood)
                 except socket.timeout:
                     pass
+            # And one that only pipelines small requests, never reading its answers (it may be dropped for
+            # sending too far ahead of them).
+            hog2 = srv2.connect()
+            hog2.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            hog2.settimeout(0.2)
+            end = time.monotonic() + 2
+            while time.monotonic() < end:
+                try:
+                    pushed += hog2.send(flood)
+                except socket.timeout:
+                    pass
+                except OSError:
+                    break
             started = time.monotonic()
             reply = exchange(srv2.port, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", timeout=20)
             waited = time.monotonic() - started
             hog.close()
+            hog2.close()
             if status_of(reply) != 200:
                 fail("another client, while one hogs (%d bytes pushed): %r after %.1f s" % (pushed, reply[:80],
                                                                                              waited))
