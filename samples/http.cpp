@@ -12,7 +12,8 @@
 // answers to requests that arrived together gather and go out in one write (up to out_limit); a file above
 // small_file goes out after them by send_file, a piece at a time. Nothing more is read from a connection
 // until everything it has sent so far is answered, so its pending output is bounded and a client that
-// pipelines a burst and does not read holds the rest in its own socket, not in the server's memory.
+// pipelines a burst and does not read holds the rest in its own socket, not in the server's memory (nor,
+// leased, in the receive buffers its executor's connections share: see pause_receiving).
 //
 // Defences (the list in --help): the parser's limits (uring::http, answered 400/413/431/501/505 and the
 // connection closed; bodies are cut to max_body since no route reads one); a request must arrive whole
@@ -98,6 +99,9 @@ struct config {
       "  HTTP/1.0 and 1.1 only (505; no version: 400)\n"
       "  answers are sent in order; at most 16 KiB of them gather before a write, a file above 16 KiB is\n"
       "  sent by send_file in 256 KiB pieces; nothing more is read until the requests read are answered\n"
+      "  (leased: the armed receive is ended before a send that may wait; a client found more than 16\n"
+      "  chunks ahead of its answers then is dropped)\n"
+      "  receive buffers: 1024 x 4 KiB per thread shared by its connections (leased), 16 KiB a read (copy)\n"
       "  a refused request: its answer gets 1 s, then up to 64 KiB more input is read (1 s) and it closes\n"
       "SIGTERM/SIGINT: stop accepting, answer the requests received, exit 0.\n");
   std::exit(code);
