@@ -58,11 +58,9 @@ def get(port, target, extra=b""):
 
 
 def check_paths(port):
-    ok = {b"/file/x": b"file body\n", b"/file/sub/inner": b"inner\n", b"/file/sub/./../x": None}
+    ok = {b"/file/x": b"file body\n", b"/file/sub/inner": b"inner\n", b"/file/s%75b/inner": b"inner\n"}
     for target, body in ok.items():
         reply = get(port, target)
-        if body is None:
-            continue
         if status_of(reply) != 200 or not reply.endswith(b"\r\n\r\n" + body):
             fail("%r: %r" % (target, reply[:200]))
     refused = [
