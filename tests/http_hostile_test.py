@@ -10,7 +10,7 @@ dotfiles, a FIFO and a directory, and checks:
  - then a seeded, bounded storm of random and mutated requests (12 at a time), each on its own connection,
    every reply either nothing or a well-formed HTTP/1.1 response, never with bytes from outside the root;
  - meanwhile 20 connections stall mid-request without closing;
- - afterwards the server still answers GET /, ends the stalled connections by its header timeout, its peak
+ - afterwards the server still answers GET /, exits 0 on SIGTERM, ends the stalled connections by its header timeout, its peak
    RSS (VmHWM) stayed under 100 MB and its fd count came back to what it was before the storm.
 """
 import os
@@ -199,6 +199,7 @@ def main():
             peak = srv.status("VmHWM")
             if peak > RSS_BOUND:
                 fail("peak RSS %d bytes, bound %d" % (peak, RSS_BOUND))
+            srv.stop()
             print("uring-http (%s, resolve %s): %d hostile requests (%d answered), peak RSS %.1f MB, "
                   "fds back to %d, %.1f s" % (backend, resolve, len(cases), replied, peak / 1e6, baseline,
                                                time.monotonic() - started))

@@ -106,6 +106,7 @@ def main():
                 fail("the stuck client's connection never showed up")
             srv.wait_fds(baseline, deadline_s=40)
             stuck.close()
+            srv.stop()
         # A client that asks for the file, does not read, and then keeps sending requests: what it sends waits in
         # its socket, not in the receive buffers the executor's connections share, so another client is
         # still answered at once (the header timeout is long: starved, it would get nothing for 20 s).
@@ -130,6 +131,7 @@ def main():
             if status_of(reply) != 200:
                 fail("another client, while two hog (%d bytes pushed): %r after %.1f s" % (pushed, reply[:80],
                                                                                              waited))
+            srv2.stop()
             print("uring-http (%s): %d x %d MiB pipelined: peak RSS %.1f MB (%.1f MB while not read), read in "
                   "%.1f s; a client that never reads dropped" % (backend, COUNT, BIG >> 20, peak / 1e6,
                                                                  peak_during / 1e6, took)
