@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""http_hostile_test.py <uring-http> <backend> [auto|walk]: uring-http against hostile input.
+"""http_hostile_test.py <uring-http> <backend> [auto|walk|noopenat2 WITHOUT_OPENAT2]: uring-http against
+hostile input.
 
-Starts the server (--resolve auto or walk) on a tree holding symlinks out of and within the root,
+Starts the server (--resolve auto or walk; noopenat2: auto, run by the without_openat2 launcher so that
+openat2 fails with ENOSYS and the walk takes over) on a tree holding symlinks out of and within the root,
 dotfiles, a FIFO and a directory, and checks:
  - every way out of --root is 404 or 400: directory and file symlinks to outside, "..", "%2e%2e", "//",
    NUL bytes, symlinks that stay inside (no symlink is followed), dotfiles and dot-directories;
@@ -172,8 +174,9 @@ def main():
     header_timeout = 4
     with tempfile.TemporaryDirectory() as top:
         root = make_tree(top)
-        args = ["--header-timeout", str(header_timeout)] + (["--resolve", resolve] if resolve != "auto" else [])
-        with Server(binary, backend, root, args) as srv:
+        args = ["--header-timeout", str(header_timeout)] + (["--resolve", resolve] if resolve == "walk" else [])
+        wrapper = [sys.argv[4]] if resolve == "noopenat2" else []
+        with Server(binary, backend, root, args, wrapper) as srv:
             if status_of(get(srv.port, b"/")) != 200:
                 fail("GET / before anything")
             baseline = srv.fds()

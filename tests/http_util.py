@@ -19,8 +19,8 @@ def fail(msg):
 class Server:
     """uring-http on a free port: `with Server(binary, backend, root, extra_args) as srv:`."""
 
-    def __init__(self, binary, backend, root, args=()):
-        self.proc = subprocess.Popen([binary, "--port", "0", "--backend", backend, "--root", root, *args],
+    def __init__(self, binary, backend, root, args=(), wrapper=()):
+        self.proc = subprocess.Popen([*wrapper, binary, "--port", "0", "--backend", backend, "--root", root, *args],
                                      stdout=subprocess.PIPE, stderr=sys.stderr)
         ready, _, _ = select.select([self.proc.stdout], [], [], 10)
         if not ready:
