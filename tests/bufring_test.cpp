@@ -791,6 +791,24 @@ TEST_P(SendFile, AMultiMegabyteFileArrivesByteExact) {
   EXPECT_EQ(::lseek(file.get(), 0, SEEK_CUR), 0) << "send_file moved the file's position";
 }
 
+// A peer that is gone: send_file fails (EPIPE or ECONNRESET) and raises no SIGPIPE, on every backend (the
+// process's default action for SIGPIPE, left in place here, would end the test).
+TEST_P(SendFile, APeerThatIsGoneFailsWithoutSigpipe) {
+  const std::string content = pattern(1 << 20, 5);
+  unique_fd file = file_with(content);
+  stream_pair pair;
+  pair.peer.reset();
+  const int err = run([](const tcp_stream& s, int f) -> task<int> {
+    try {
+      for (int i = 0; i < 64; ++i) co_await s.send_file(f, 0, 1 << 20);
+    } catch (const std::system_error& e) {
+      co_return e.code().value();
+    }
+    co_return 0;
+  }(pair.ours, file.get()));
+  EXPECT_TRUE(err == EPIPE || err == ECONNRESET) << "send_file to a closed peer: " << std::strerror(err);
+}
+
 // A range from an offset, and a length past the end of the file: what there is, and the count says so.
 TEST_P(SendFile, SendsARangeAndStopsAtTheEndOfTheFile) {
   const std::string content = pattern(300000, 2);

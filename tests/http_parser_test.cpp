@@ -229,7 +229,7 @@ TEST(HttpParser, MalformedRequestLineIs400) {
   expect_refused("G(T / HTTP/1.1\r\n\r\n", 400, "bad method");
   expect_refused(" / HTTP/1.1\r\n\r\n", 400, "bad method");
   expect_refused("GET\r\n\r\n", 400, "malformed request line");
-  expect_refused("GET /\r\n\r\n", 400, "malformed request line");
+  expect_refused("GET /\r\n\r\n", 400, "request line without HTTP version");
   expect_refused("GET  / HTTP/1.1\r\n\r\n", 400, "bad request target");
   expect_refused("GET /a\x7f HTTP/1.1\r\n\r\n", 400, "bad request target");
   expect_refused("GET /caf\xc3\xa9 HTTP/1.1\r\n\r\n", 400, "bad request target");
@@ -238,6 +238,19 @@ TEST(HttpParser, MalformedRequestLineIs400) {
   expect_refused("GET / HTTP/1\r\n\r\n", 400, "bad HTTP version");
   expect_refused("GET / HTTP/1.10\r\n\r\n", 400, "bad HTTP version");
   expect_refused("GET / x HTTP/1.1\r\n\r\n", 400, "bad HTTP version");
+}
+
+// A bad request line is refused when its CRLF arrives, not after a blank line that may never come (an
+// HTTP/0.9 client sends "GET /\r\n" and waits).
+TEST(HttpParser, BadRequestLineRefusedBeforeTheHeadEnds) {
+  for (std::string_view line : {"GET /\r\n", "GET / HTTP/2.0\r\n", "GET / FOO\r\n", "G(T / HTTP/1.1\r\n"}) {
+    http::request_parser p;
+    p.feed(line);
+    EXPECT_EQ(p.next(), parse_status::error) << line;
+  }
+  http::request_parser p;
+  p.feed("GET / HTTP/1.1\r\n");
+  EXPECT_EQ(p.next(), parse_status::need_more);
 }
 
 TEST(HttpParser, OtherHttpVersionsAre505) {
@@ -435,6 +448,19 @@ TEST(HttpPath, TargetPathDropsQueryAndFragment) {
   EXPECT_EQ(http::target_path("/a#f?x"), "/a");
   EXPECT_EQ(http::target_path("/a"), "/a");
   EXPECT_EQ(http::target_path("?x"), "");
+}
+
+TEST(HttpPath, TargetPathOfAbsoluteForm) {
+  EXPECT_EQ(http::target_path("http://host/file/x"), "/file/x");
+  EXPECT_EQ(http::target_path("HTTPS://host:8080/a/b?x=1#f"), "/a/b");
+  EXPECT_EQ(http::target_path("http://user@host/a"), "/a");
+  EXPECT_EQ(http::target_path("http://host"), "/");
+  EXPECT_EQ(http::target_path("http://host?x=/y"), "/");
+  EXPECT_EQ(http::target_path("http://"), "/");
+  // Other schemes and near misses stay as they are: no route matches them.
+  EXPECT_EQ(http::target_path("ftp://host/a"), "ftp://host/a");
+  EXPECT_EQ(http::target_path("http:/host/a"), "http:/host/a");
+  EXPECT_EQ(http::target_path("/http://host/a"), "/http://host/a");
 }
 
 TEST(HttpPath, SafePaths) {

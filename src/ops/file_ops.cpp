@@ -2,6 +2,8 @@
 // fsync, fallocate, ftruncate and splice, each as the native ring prepares it and as the emulation runs
 // it. ops/op_table.hpp says which fields each one reads.
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <liburing.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -149,13 +151,28 @@ void prep_splice(io_uring_sqe* sqe, const io_request& r) noexcept {
                        r.op_flags);
 }
 // Non-blocking on both ends: SPLICE_F_NONBLOCK covers the pipe; a socket output is switched for the call.
+// splice(2) into a socket whose peer is gone raises SIGPIPE (it has no MSG_NOSIGNAL), which io_uring's
+// splice does not: SIGPIPE is blocked for the call, and one the call raised is taken back.
 int emulate_splice(io_request& r, emu_try&) {
   loff_t off = static_cast<loff_t>(r.offset);
   loff_t* off_in = r.offset == kCurrentPosition ? nullptr : &off;
-  return nonblocking(r.fd, [&] {
+  sigset_t pipe_only, old;
+  ::sigemptyset(&pipe_only);
+  ::sigaddset(&pipe_only, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  sigset_t pending;
+  const bool was_pending = ::sigpending(&pending) == 0 && ::sigismember(&pending, SIGPIPE) == 1;
+  const int n = nonblocking(r.fd, [&] {
     return static_cast<int>(
         ::splice(static_cast<int>(r.aux), off_in, r.fd, nullptr, r.len, r.op_flags | SPLICE_F_NONBLOCK));
   });
+  if (n == -EPIPE && !was_pending) {
+    const timespec now{};
+    while (::sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return n;
 }
 
 }  // namespace uring::detail

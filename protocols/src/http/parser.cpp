@@ -106,9 +106,17 @@ parse_status request_parser::scan_head() {
     if (scan_ > 0 && in[scan_ - 1] == '\r' && c != '\n') return fail(400, "CR not followed by LF");
     if (c != '\n') continue;
     if (scan_ == 0 || in[scan_ - 1] != '\r') return fail(400, "line ends in LF without CR");
-    bool empty_line = scan_ + 1 - line_start_ == crlf.size();
+    const std::size_t start = line_start_;
+    bool empty_line = scan_ + 1 - start == crlf.size();
     line_start_ = scan_ + 1;
-    if (!empty_line) continue;
+    if (!empty_line) {
+      // The request line is judged as soon as it ends: a client that sends no headers after a bad one (an
+      // HTTP/0.9 "GET /") gets its 400 at once, not a timeout.
+      if (start != head_start_) continue;
+      if (auto st = parse_request_line(in.substr(start, scan_ - 1 - start)); st != parse_status::request)
+        return st;
+      continue;
+    }
     if (line_start_ - crlf.size() == head_start_) {  // an empty line before the request line: skipped
       head_start_ = line_start_;
       continue;
@@ -119,23 +127,14 @@ parse_status request_parser::scan_head() {
   return parse_status::need_more;
 }
 
-// Splits the complete head [head_start_, head_end_) into request line and headers, applies the rules, and
-// fills request_ (all but the body) and body_length_.
-parse_status request_parser::parse_head() {
-  request_.headers.clear();  // keeps its capacity for the next request on this connection
-  request_.body = {};
-  std::string_view head = unread().substr(head_start_, head_end_ - head_start_ - crlf.size());
-
-  // Request line.
-  std::size_t eol = head.find(crlf);
-  std::string_view line = head.substr(0, eol);
-  head.remove_prefix(eol + crlf.size());
+// The request line (without its CRLF) into request_.method, target and version, or the refusal.
+parse_status request_parser::parse_request_line(std::string_view line) {
   std::size_t sp1 = line.find(' ');
   if (sp1 == std::string_view::npos) return fail(400, "malformed request line");
   std::string_view method = line.substr(0, sp1);
   if (!is_token(method)) return fail(400, "bad method");
   std::size_t sp2 = line.find(' ', sp1 + 1);
-  if (sp2 == std::string_view::npos) return fail(400, "malformed request line");
+  if (sp2 == std::string_view::npos) return fail(400, "request line without HTTP version");
   std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   if (target.empty() || !std::all_of(target.begin(), target.end(), [](char c) {
         auto u = static_cast<unsigned char>(c);
@@ -156,6 +155,21 @@ parse_status request_parser::parse_head() {
   }
   request_.method = method;
   request_.target = target;
+  return parse_status::request;
+}
+
+// Splits the complete head [head_start_, head_end_) into request line and headers, applies the rules, and
+// fills request_ (all but the body) and body_length_.
+parse_status request_parser::parse_head() {
+  request_.headers.clear();  // keeps its capacity for the next request on this connection
+  request_.body = {};
+  std::string_view head = unread().substr(head_start_, head_end_ - head_start_ - crlf.size());
+
+  // Request line.
+  std::size_t eol = head.find(crlf);
+  if (auto st = parse_request_line(head.substr(0, eol)); st != parse_status::request) return st;
+  head.remove_prefix(eol + crlf.size());
+  std::string_view line;
 
   // Headers.
   bool has_length = false, has_host = false, has_transfer_encoding = false;
@@ -308,6 +322,14 @@ std::string error_response(const parse_error& err) {
 }
 
 std::string_view target_path(std::string_view target) noexcept {
+  for (std::string_view scheme : {std::string_view("http://"), std::string_view("https://")}) {
+    if (target.size() < scheme.size() || !iequals(target.substr(0, scheme.size()), scheme)) continue;
+    std::string_view rest = target.substr(scheme.size());
+    std::size_t path = rest.find_first_of("/?#");
+    if (path == std::string_view::npos || rest[path] != '/') return "/";
+    target = rest.substr(path);
+    break;
+  }
   return target.substr(0, target.find_first_of("?#"));
 }
 

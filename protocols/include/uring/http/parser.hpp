@@ -25,7 +25,9 @@
 //  - Request line: method SP target SP version CRLF. method is a token (RFC 9110 tchar), target is 1+
 //    visible ASCII bytes (0x21-0x7E; its meaning is the server's business, see path_is_safe), version
 //    is exactly HTTP/1.0 or HTTP/1.1. A well-formed other version (HTTP/2.0, HTTP/1.2) is 505; anything
-//    else is 400. Empty lines before the request line are skipped (RFC 9112 2.2), counted in max_head.
+//    else is 400, a request line without a version (HTTP/0.9's "GET /") included. The request line is
+//    judged as soon as its CRLF arrives, so a bad one is refused at once, before any header comes.
+//    Empty lines before the request line are skipped (RFC 9112 2.2), counted in max_head.
 //  - Every line ends in CRLF: a bare LF or a CR not followed by LF is 400. NUL anywhere in the head is 400.
 //  - Header: name ":" OWS value OWS. name is a token (so whitespace before the colon is 400); a line that
 //    starts with SP or HTAB (obs-fold) is 400; the value may hold SP, HTAB, visible ASCII and bytes >= 0x80,
@@ -44,8 +46,9 @@
 //    headers, is 431; a body above max_body is 413. The parser's memory is the bytes fed and not yet
 //    handed out by next(): a server that feeds one read at a time and drains next() until need_more
 //    holds at most max_head + max_body + one read.
-//  - Not supported: Expect: 100-continue is not answered (the body is simply waited for), trailers,
-//    absolute-form targets are passed through as targets.
+//  - Not supported: Expect: 100-continue is not answered (the body is simply waited for), trailers.
+//    Targets are passed through as they came: absolute-form ("http://host/path") included, whose path
+//    target_path gives.
 #pragma once
 
 #include <cstddef>
@@ -123,6 +126,7 @@ class request_parser : private detail::input_buffer {
  private:
   parse_status fail(int status, std::string_view reason);
   parse_status scan_head();
+  parse_status parse_request_line(std::string_view line);
   parse_status parse_head();
 
   limits limits_;
@@ -152,7 +156,9 @@ void append_response(std::string& out, int status, std::span<const header> heade
 // The complete answer to a refused request: its status, Connection: close, and the reason as text/plain.
 [[nodiscard]] std::string error_response(const parse_error& err);
 
-// `target` without its query ("?...") and fragment ("#...").
+// The path of a request target, without its query ("?...") and fragment ("#..."). An absolute-form target
+// (RFC 9112 3.2.2) of scheme http or https (any case) gives the path after its authority, "/" when it
+// has none: "http://host/a?x" -> "/a", "https://host" -> "/". Other targets are taken as origin-form.
 [[nodiscard]] std::string_view target_path(std::string_view target) noexcept;
 
 // Whether `path` (a request target's path, see target_path) can be appended to a served directory
