@@ -367,7 +367,7 @@ struct executor::impl {
       // Hand-offs that reached the CQ (or, with DEFER_TASKRUN, the kernel's task list) without being in
       // flight here: posts from threads without an executor own their function, so none may be left.
       // The kernel runs at most 20 deferred items per enter (IO_LOCAL_TW_DEFAULT_MAX): enter until dry.
-      for (std::uint64_t seen = ~std::uint64_t{0}; msg_ring_ok && seen != stats.cqes;) {
+      for (std::uint64_t seen = ~std::uint64_t{0}; msg_ring_ok && backend && seen != stats.cqes;) {
         seen = stats.cqes;
         backend->submit(nullptr, false);
         reap_and_complete();

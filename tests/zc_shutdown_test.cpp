@@ -126,6 +126,38 @@ TEST_P(ZeroCopyShutdown, AnExecutorWithSendsToAPeerThatNeverReadsShutsDownInBoun
       << "the shutdown took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
 }
 
+// The last resort: the stream is closed (by another coroutine) while its zero-copy send waits for the
+// notification, so its connection can no longer be reset by fd, and the orphaned socket keeps the pages
+// while the peer does not read. The shutdown closes its ring without that notification; the frame then
+// goes, nothing leaks, and no completion can reach it.
+TEST_P(ZeroCopyShutdown, ASendWhoseStreamWasClosedDoesNotHoldTheShutdownEither) {
+  tcp_pair pair;
+  const std::string big(64 << 20, 'z');
+  const auto started = std::chrono::steady_clock::now();
+  {
+    uring::executor ex(options());
+    ex.run([](unique_fd fd, int peer, const std::string* data) -> task<void> {
+      tcp_stream s(fd.release());
+      auto sender = [](const tcp_stream* s, const std::string* d) -> task<void> {
+        try {
+          co_await s->write_all_zc(*d);
+        } catch (const std::system_error&) {
+          // Elsewhere a copy: the close fails the send (EBADF or ECANCELED), which is fine.
+        }
+      };
+      uring::spawn(sender(&s, data));
+      // Bounded: data reaches the peer at once on every backend.
+      for (int i = 0; i < 10000 && queued_at(peer) == 0; ++i)
+        co_await uring::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_GT(queued_at(peer), 0);
+      co_await s.close();
+    }(std::move(pair.sender), pair.peer.get(), &big));
+  }  // the sender's frame is still suspended natively: the destructor shuts it down
+  const auto took = std::chrono::steady_clock::now() - started;
+  pair.peer.reset();  // the kernel frees the orphaned socket's pages now
+  EXPECT_LT(took, std::chrono::seconds(30));
+}
+
 INSTANTIATE_BACKENDS(ZeroCopyShutdown);
 
 }  // namespace
