@@ -11,7 +11,9 @@
 // SIGINT (read from a signalfd) drains: every executor stops accepting, lets the echoes in progress
 // finish, closes its connections, and the program exits 0. --recv leased (the default where the kernel
 // has provided-buffer rings) receives into 16 KiB buffers leased from a pool of 512 per executor, so an
-// idle connection holds no receive buffer; --recv copy reads into a 16 KiB buffer of each connection's own.
+// idle connection holds no receive buffer, and one connection at most 16 of them (a client that sends
+// without reading its echoes cannot take the pool from the others); --recv copy reads into a 16 KiB
+// buffer of each connection's own.
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -45,8 +47,9 @@ struct config {
                "  --idle-timeout  close a connection idle this long (default 60; 0: never)\n"
                "  --accept        reuseport: a listener per thread (default); one: the first thread accepts and\n"
                "                  hands each connection to the threads in turn\n"
-               "  --recv          leased: chunks leased from a buffer pool per executor, idle connections hold no\n"
-               "                  buffer (default where the kernel has buffer rings); copy: a buffer per connection\n"
+               "  --recv          leased: 16 KiB chunks leased from a pool of 512 per executor, idle connections hold\n"
+               "                  none, a connection at most 16 (default where the kernel has buffer rings);\n"
+               "                  copy: a buffer per connection\n"
                "SIGTERM/SIGINT: stop accepting, finish the echoes in progress, exit 0.\n");
   std::exit(code);
 }
