@@ -15,7 +15,9 @@
 // fds) is retried after 10 ms, doubling to 1 s, and logged at most once a second. --backend native where
 // io_uring is unusable exits 1 at start with the reason. --recv leased (the default where the kernel
 // has provided-buffer rings) receives into 16 KiB buffers leased from a pool of 512 per executor, so an
-// idle connection holds no receive buffer; --recv copy reads into a 16 KiB buffer of each connection's own.
+// idle connection holds no receive buffer, and one connection at most 16 of them (a client that sends
+// without reading its echoes cannot take the pool from the others); --recv copy reads into a 16 KiB
+// buffer of each connection's own.
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -56,8 +58,9 @@ struct config {
       "                   0: at once); a write cut short resets its connection\n"
       "  --accept         reuseport: a listener per thread (default); one: the first thread accepts and\n"
       "                   hands each connection to the threads in turn\n"
-      "  --recv           leased: chunks leased from a buffer pool per executor, idle connections hold no\n"
-      "                   buffer (default where the kernel has buffer rings); copy: a buffer per connection\n"
+      "  --recv           leased: 16 KiB chunks leased from a pool of 512 per executor, idle connections hold\n"
+      "                   none, a connection at most 16 (default where the kernel has buffer rings);\n"
+      "                   copy: a buffer per connection\n"
       "SIGTERM/SIGINT: stop accepting; each connection's input ends, the bytes already received are echoed,\n"
       "then it closes with a FIN; exit 0 within --drain-timeout.\n"
       "A failed accept (out of fds): retried after 10 ms, doubling to 1 s; logged at most once a second.\n");

@@ -28,7 +28,7 @@ using uring::task;
 using uring::test::stream_pair;
 
 constexpr auto kEventually = std::chrono::seconds(20);   // for what must happen (a loaded 2-core VM)
-constexpr auto kNever = std::chrono::milliseconds(100);  // for what must not: a wait that has to time out
+constexpr auto kNever = std::chrono::milliseconds(300);  // for what must not: a wait that has to time out
 
 // Fills `p` from the peer's side as far as it takes without blocking (a peer that floods).
 std::size_t flood(const stream_pair& p) {

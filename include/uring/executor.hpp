@@ -20,7 +20,8 @@
 // keeps their pages pinned; no completion can reach the frames any more; the executor cannot run again).
 // So a shutdown takes at most about 2 s more than its cancelled operations, except for kernel work that
 // cannot be interrupted (a regular-file read in an io-wq worker), which it waits for: that may still
-// write into a frame.
+// write into a frame. (The graces are timeouts on the ring: with an op allowlist that refuses timeouts
+// the shutdown waits for every notification.)
 #pragma once
 
 #include <array>

@@ -81,10 +81,14 @@ void executor::impl::drain_cancelled() {
   detail::timespec64 at{};
   struct grace_timer : detail::operation {
   } timer;
+  auto deadline = std::chrono::steady_clock::time_point::min();
+  // False once a timer ended before its time (an op allowlist refused it): then wait as long as it takes.
+  bool timed = true;
   for (int graces = 0;;) {
     const bool timing = timer.state != detail::op_state::idle;
     if (queue.inflight == (timing ? 1u : 0u)) break;
-    if (!timing) {
+    if (!timing && timed && std::chrono::steady_clock::now() < deadline) timed = false;
+    if (!timing && timed) {
       if (graces == 1) detail::reset_zero_copy_sends(*self);
       if (graces >= 2 && detail::zero_copy_sends_waiting(*self) == queue.inflight) {
         std::fprintf(stderr, "uring: executor shutdown closes its ring without %zu zero-copy notifications\n",
@@ -94,9 +98,9 @@ void executor::impl::drain_cancelled() {
         return;
       }
       ++graces;
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          (std::chrono::steady_clock::now() + kShutdownGrace).time_since_epoch())
-                          .count();
+      deadline = std::chrono::steady_clock::now() + kShutdownGrace;
+      const auto ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
       at = {ns / 1'000'000'000, ns % 1'000'000'000};
       timer.request = {.code = detail::op_code::timeout, .op_flags = detail::kTimeoutAbsolute, .addr = &at};
       queue.push(timer);

@@ -8,6 +8,7 @@
 #include "uring/detail/send_zc.hpp"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <utility>
@@ -28,6 +29,8 @@ void zc_watch::list(executor& e, operation& send) noexcept {
   unlist();
   ex = &e;
   op = &send;
+  struct stat st {};
+  inode = ::fstat(send.request.fd, &st) == 0 ? st.st_ino : 0;
   prev = nullptr;
   next = t_watched;
   if (next != nullptr) next->prev = this;
@@ -54,6 +57,9 @@ std::size_t reset_zero_copy_sends(executor& ex) noexcept {
   for (const zc_watch* w = t_watched; w != nullptr; w = w->next) {
     if (w->ex != &ex) continue;
     ++n;
+    // Not a socket that took the number of one closed meanwhile (its send is the ring's to end).
+    struct stat st {};
+    if (::fstat(w->op->request.fd, &st) != 0 || st.st_ino != w->inode) continue;
     sockaddr none{};
     none.sa_family = AF_UNSPEC;
     (void)::connect(w->op->request.fd, &none, sizeof none);  // drops the queued data: its pages are freed

@@ -20,7 +20,9 @@ namespace uring::detail {
 // How many of `ex`'s zero-copy sends wait for their last completion.
 std::size_t zero_copy_sends_waiting(const executor& ex) noexcept;
 // Resets the connections of `ex`'s waiting zero-copy sends (connect(AF_UNSPEC): the queued data is
-// dropped, the pages freed, and the notifications follow). Returns how many there were.
+// dropped, the pages freed, and the notifications follow), skipping a send whose fd was closed (and
+// perhaps reused) since: its notification waits for the kernel, and the ring is closed without it.
+// Returns how many sends were waiting.
 std::size_t reset_zero_copy_sends(executor& ex) noexcept;
 // `ex` closed its ring: its listed sends will never complete; each puts its state at rest and drops what
 // the request held (the kernel keeps the pages pinned until it frees them itself).

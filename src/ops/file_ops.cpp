@@ -2,9 +2,9 @@
 // fsync, fallocate, ftruncate and splice, each as the native ring prepares it and as the emulation runs
 // it. ops/op_table.hpp says which fields each one reads.
 #include <fcntl.h>
+#include <liburing.h>
 #include <pthread.h>
 #include <signal.h>
-#include <liburing.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>

@@ -37,6 +37,7 @@ struct zc_watch {
   zc_watch* next = nullptr;
   executor* ex = nullptr;
   operation* op = nullptr;  // the send
+  std::uint64_t inode = 0;  // its socket's, when it was listed: the fd may be closed and reused since
   bool listed = false;
   // The executor closed its ring without the last completion: the send lets go of what it holds.
   void (*orphan)(operation* op) noexcept = nullptr;
