@@ -32,7 +32,7 @@ uring::task<void> serve_connection(uring::net::tcp_stream s, server* srv, std::s
 
 // What closes a connection against its will: each kind is reported on stderr at most once every 10 s,
 // with how many more happened meanwhile, so a flood of them cannot flood the log.
-enum class event : std::uint8_t { http, overflow, stalled, refused, accept_failed, count_ };
+enum class event : std::uint8_t { http, overflow, stalled, refused, count_ };
 void note(event kind, std::string_view what);
 
 }  // namespace kv

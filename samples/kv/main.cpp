@@ -174,23 +174,23 @@ void fit_to_fd_limit(config& c) {
 task<void> accept_loop(const tcp_listener* listener, kv::server* srv, std::size_t me,
                        const kv::connection_limits* limits) {
   auto connections = listener->accept_all();
+  samples::accept_backoff backoff;
   for (;;) {
     tcp_stream s;
-    bool failed = false;
     try {
       s = co_await connections.next();
     } catch (const std::system_error& e) {
-      // Out of fds and the like: say so and go on; the connection waits in the backlog meanwhile.
-      kv::note(kv::event::accept_failed, e.what());
-      failed = true;
+      // Out of fds and the like: the connection waits in the backlog; retry later (10 ms doubling to 1 s),
+      // say so at most once a second.
+      std::fputs(backoff.failed("uring-kv", e.what()).c_str(), stderr);
     }
-    if (failed) {
-      co_await uring::sleep_for(milliseconds(10));
+    if (!s.is_open()) {
+      co_await uring::sleep_for(backoff.delay());
       continue;
     }
+    if (backoff.delay().count() > 0) std::fputs(backoff.succeeded("uring-kv").c_str(), stderr);
     uring::spawn(kv::serve_connection(std::move(s), srv, me, limits));
-  }
-}
+  }}
 
 }  // namespace
 
