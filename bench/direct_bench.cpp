@@ -51,9 +51,11 @@ void raw_writes(benchmark::State& state, bool fixed) {
   io_uring ring;
   io_uring_params params{};
   params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;  // the executor's default flags
-  if (io_uring_queue_init_params(256, &ring, &params) != 0) throw std::runtime_error("io_uring_queue_init_params");
+  if (io_uring_queue_init_params(256, &ring, &params) != 0)
+    throw std::runtime_error("io_uring_queue_init_params");
   if (io_uring_register_ring_fd(&ring) != 1) throw std::runtime_error("io_uring_register_ring_fd");
-  if (fixed && io_uring_register_files(&ring, &fd, 1) != 0) throw std::runtime_error("io_uring_register_files");
+  if (fixed && io_uring_register_files(&ring, &fd, 1) != 0)
+    throw std::runtime_error("io_uring_register_files");
   static const char byte = 0;
   io_uring_cqe* cqes[kBatch];
   const thread_cpu start = thread_cpu::now();

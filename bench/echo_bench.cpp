@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <latch>
 #include <stdexcept>
@@ -32,7 +32,9 @@ namespace {
 
 constexpr std::size_t kMessage = 64;
 
-[[noreturn]] void fail(const char* what) { throw std::runtime_error(std::string(what) + ": " + std::strerror(errno)); }
+[[noreturn]] void fail(const char* what) {
+  throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
+}
 
 // --- the plain epoll server ---------------------------------------------------------------------------
 
@@ -82,8 +84,10 @@ class epoll_server {
         }
         for (ssize_t off = 0; off < got;) {  // 64-byte echoes never fill the send buffer; loop anyway
           ssize_t w = ::send(fd, buf.data() + off, static_cast<std::size_t>(got - off), MSG_NOSIGNAL);
-          if (w > 0) off += w;
-          else if (errno != EAGAIN) break;
+          if (w > 0)
+            off += w;
+          else if (errno != EAGAIN)
+            break;
         }
       }
     }
@@ -226,7 +230,9 @@ void echo_ours(benchmark::State& state, uring::backend_kind backend, bool leased
 void BM_echo_uring(benchmark::State& state) { echo_ours(state, uring::backend_kind::native); }
 void BM_echo_emulated(benchmark::State& state) { echo_ours(state, uring::backend_kind::emulated); }
 void BM_echo_uring_leased(benchmark::State& state) { echo_ours(state, uring::backend_kind::native, true); }
-void BM_echo_emulated_leased(benchmark::State& state) { echo_ours(state, uring::backend_kind::emulated, true); }
+void BM_echo_emulated_leased(benchmark::State& state) {
+  echo_ours(state, uring::backend_kind::emulated, true);
+}
 
 }  // namespace
 

@@ -92,7 +92,8 @@ uring::task<void> echo_events(uring::event& in, uring::event& out, std::int64_t 
   done.count_down();
 }
 
-uring::task<void> ping_events(benchmark::State& state, uring::event& in, uring::event& out, std::latch& done) {
+uring::task<void> ping_events(benchmark::State& state, uring::event& in, uring::event& out,
+                              std::latch& done) {
   for (auto _ : state) {
     out.notify();
     co_await in.wait();

@@ -6,12 +6,23 @@
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  uring::bench::ratio_reporter reporter(std::map<std::string, std::string>{
-      {"nop", "raw_registered"}, {"timer", "raw_liburing"}, {"cancel", "raw_liburing"}, {"pingpong", "raw_msg_ring"},
-      {"eventfd_cycle", "raw_liburing"}, {"wake", "futex"}, {"stream", "raw_msg_ring"}, {"bidir", "raw_msg_ring"},
-      {"fiber", "coroutine"}, {"fiber_switch", "coroutine_yield"}, {"fiber_memory", "parked"}, {"echo", "epoll"},
-      {"send", "copy"}, {"direct", "raw_fixed"},
-      {"outside_post", "mailbox"}, {"outside_post_wake", "mailbox"}});
+  uring::bench::ratio_reporter reporter(
+      std::map<std::string, std::string>{{"nop", "raw_registered"},
+                                         {"timer", "raw_liburing"},
+                                         {"cancel", "raw_liburing"},
+                                         {"pingpong", "raw_msg_ring"},
+                                         {"eventfd_cycle", "raw_liburing"},
+                                         {"wake", "futex"},
+                                         {"stream", "raw_msg_ring"},
+                                         {"bidir", "raw_msg_ring"},
+                                         {"fiber", "coroutine"},
+                                         {"fiber_switch", "coroutine_yield"},
+                                         {"fiber_memory", "parked"},
+                                         {"echo", "epoll"},
+                                         {"send", "copy"},
+                                         {"direct", "raw_fixed"},
+                                         {"outside_post", "mailbox"},
+                                         {"outside_post_wake", "mailbox"}});
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

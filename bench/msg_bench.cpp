@@ -30,14 +30,15 @@ void uring::bench::resume_pingpong(benchmark::State& state, uring::feature_set d
   opts.disable = disable;
   uring::executor_group group(2, opts);
   std::latch done(1);
-  uring::spawn(group.at(0), [](benchmark::State& st, uring::executor& a, uring::executor& b,
-                               std::latch& l) -> uring::task<void> {
-    for (auto _ : st) {
-      co_await uring::resume_on(b);
-      co_await uring::resume_on(a);
-    }
-    l.count_down();
-  }(state, group.at(0), group.at(1), done));
+  uring::spawn(
+      group.at(0),
+      [](benchmark::State& st, uring::executor& a, uring::executor& b, std::latch& l) -> uring::task<void> {
+        for (auto _ : st) {
+          co_await uring::resume_on(b);
+          co_await uring::resume_on(a);
+        }
+        l.count_down();
+      }(state, group.at(0), group.at(1), done));
   done.wait();
   state.SetItemsProcessed(state.iterations());
 }
@@ -109,7 +110,8 @@ void BM_outside_post(benchmark::State& state, bool kernel) {
   std::atomic<std::int64_t> ran{0};
   std::int64_t posted = 0;
   for (auto _ : state) {
-    group->at(0).post([&ran] { ran.store(ran.load(std::memory_order_relaxed) + 1, std::memory_order_release); });
+    group->at(0).post(
+        [&ran] { ran.store(ran.load(std::memory_order_relaxed) + 1, std::memory_order_release); });
     ++posted;
   }
   while (ran.load(std::memory_order_acquire) != posted) std::this_thread::yield();

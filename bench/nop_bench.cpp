@@ -24,8 +24,10 @@ void raw_nops(benchmark::State& state, bool registered) {
   io_uring ring;
   io_uring_params params{};
   params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
-  if (io_uring_queue_init_params(256, &ring, &params) != 0) throw std::runtime_error("io_uring_queue_init_params");
-  if (registered && io_uring_register_ring_fd(&ring) != 1) throw std::runtime_error("io_uring_register_ring_fd");
+  if (io_uring_queue_init_params(256, &ring, &params) != 0)
+    throw std::runtime_error("io_uring_queue_init_params");
+  if (registered && io_uring_register_ring_fd(&ring) != 1)
+    throw std::runtime_error("io_uring_register_ring_fd");
   io_uring_cqe* cqes[256];
   const thread_cpu start = thread_cpu::now();
   while (state.KeepRunningBatch(batch)) {

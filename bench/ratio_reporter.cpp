@@ -9,7 +9,8 @@
 namespace uring::bench {
 
 ratio_reporter::ratio_reporter(std::map<std::string, std::string> baselines)
-    : ConsoleReporter(::isatty(STDOUT_FILENO) ? OO_ColorTabular : OO_Tabular), baselines_(std::move(baselines)) {}
+    : ConsoleReporter(::isatty(STDOUT_FILENO) ? OO_ColorTabular : OO_Tabular),
+      baselines_(std::move(baselines)) {}
 
 void ratio_reporter::ReportRuns(const std::vector<Run>& runs) {
   ConsoleReporter::ReportRuns(runs);
@@ -20,13 +21,15 @@ void ratio_reporter::ReportRuns(const std::vector<Run>& runs) {
     if (!median && (run.run_type != Run::RT_Iteration || run.repetitions > 1)) continue;
     auto it = run.counters.find("items_per_second");
     if (it == run.counters.end()) continue;
-    std::string name = run.run_name.function_name + (run.run_name.args.empty() ? "" : "/" + run.run_name.args);
+    std::string name =
+        run.run_name.function_name + (run.run_name.args.empty() ? "" : "/" + run.run_name.args);
     auto first = name.find('/'), second = name.find('/', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
     auto third = name.find('/', second + 1);
-    figures_.push_back({name.substr(0, first), name.substr(first + 1, second - first - 1),
-                        name.substr(second + 1, third == std::string::npos ? std::string::npos : third - second - 1),
-                        it->second.value});
+    figures_.push_back(
+        {name.substr(0, first), name.substr(first + 1, second - first - 1),
+         name.substr(second + 1, third == std::string::npos ? std::string::npos : third - second - 1),
+         it->second.value});
   }
 }
 
@@ -45,7 +48,8 @@ void ratio_reporter::Finalize() {
         base = g.items_per_second;
       }
     }
-    std::printf("%-10s %-26s %-6s %14.3f", f.group.c_str(), f.variant.c_str(), f.arg.c_str(), f.items_per_second / 1e6);
+    std::printf("%-10s %-26s %-6s %14.3f", f.group.c_str(), f.variant.c_str(), f.arg.c_str(),
+                f.items_per_second / 1e6);
     if (base > 0) {
       std::printf(" %7.2fx\n", f.items_per_second / base);
     } else {

@@ -89,7 +89,8 @@ void BM_raw_stream(benchmark::State& state) {
   receiver.join();
   if (!in_order) state.SkipWithError("messages lost or out of order");
   state.SetItemsProcessed(state.iterations());
-  state.counters["rx_enters_per_msg"] = static_cast<double>(rx_waits) / static_cast<double>(state.iterations());
+  state.counters["rx_enters_per_msg"] =
+      static_cast<double>(rx_waits) / static_cast<double>(state.iterations());
   io_uring_queue_exit(&tx);
   io_uring_queue_exit(&rx);
 }

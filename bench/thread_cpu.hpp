@@ -19,7 +19,9 @@ struct thread_cpu {
   static thread_cpu now() {
     rusage u{};
     getrusage(RUSAGE_THREAD, &u);
-    auto ns = [](const timeval& t) { return 1e9 * static_cast<double>(t.tv_sec) + 1e3 * static_cast<double>(t.tv_usec); };
+    auto ns = [](const timeval& t) {
+      return 1e9 * static_cast<double>(t.tv_sec) + 1e3 * static_cast<double>(t.tv_usec);
+    };
     return {ns(u.ru_utime), ns(u.ru_stime)};
   }
   // Sets counters `<prefix>user_ns` and `<prefix>sys_ns`: this thread's time since `start`, per iteration.

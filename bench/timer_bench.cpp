@@ -21,7 +21,8 @@ io_uring make_raw_ring() {
   io_uring ring;
   io_uring_params params{};
   params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
-  if (io_uring_queue_init_params(64, &ring, &params) != 0) throw std::runtime_error("io_uring_queue_init_params");
+  if (io_uring_queue_init_params(64, &ring, &params) != 0)
+    throw std::runtime_error("io_uring_queue_init_params");
   if (io_uring_register_ring_fd(&ring) != 1) throw std::runtime_error("io_uring_register_ring_fd");
   return ring;
 }

@@ -41,7 +41,8 @@ uring::task<void> demo(demo_state& s) {
   for (int i = 0; i < 3; ++i) uring::spawn(child(s, i));
   co_await uring::sleep_for(5ms);
   char buf[16] = {};
-  std::size_t n = co_await uring::read(s.pipe_read, uring::mutable_buffer(buf, sizeof buf));  // the loop writes it
+  std::size_t n =
+      co_await uring::read(s.pipe_read, uring::mutable_buffer(buf, sizeof buf));  // the loop writes it
   s.got.assign(buf, n);
   co_await s.ev->wait();  // notified from another thread
   while (s.children_done < 3) co_await uring::sleep_for(1ms);
@@ -71,9 +72,12 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") usage(0);
     if (a == "--backend" && i + 1 < argc) {
       std::string b = argv[++i];
-      if (b == "native") opts.backend = uring::backend_kind::native;
-      else if (b == "emulated") opts.backend = uring::backend_kind::emulated;
-      else if (b != "auto") usage(2);
+      if (b == "native")
+        opts.backend = uring::backend_kind::native;
+      else if (b == "emulated")
+        opts.backend = uring::backend_kind::emulated;
+      else if (b != "auto")
+        usage(2);
     } else if (a == "--defer-taskrun") {
       opts.flags = uring::ring_flags::single_issuer | uring::ring_flags::defer_taskrun;
     } else if (a == "--ticks" && i + 1 < argc) {
@@ -111,7 +115,8 @@ int main(int argc, char** argv) {
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (!(state.done && ticks >= want_ticks)) {
     if (std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "uring-foreign-loop: stuck (done=%d ticks=%ld): work was stranded\n", state.done, ticks);
+      std::fprintf(stderr, "uring-foreign-loop: stuck (done=%d ticks=%ld): work was stranded\n", state.done,
+                   ticks);
       return 1;
     }
     epoll_event events[4];
@@ -137,9 +142,10 @@ int main(int argc, char** argv) {
     }
   }
   notifier.join();
-  std::printf("uring-foreign-loop: backend %s, demo done (read \"%s\"), %ld ticks, %ld wake-ups, %ld polls, "
-              "%zu completions and resumptions\n",
-              uring::to_string(ex.plan().backend).c_str(), state.got.c_str(), ticks, wakeups, polls, executor_work);
+  std::printf(
+      "uring-foreign-loop: backend %s, demo done (read \"%s\"), %ld ticks, %ld wake-ups, %ld polls, "
+      "%zu completions and resumptions\n",
+      uring::to_string(ex.plan().backend).c_str(), state.got.c_str(), ticks, wakeups, polls, executor_work);
   ::close(tick);
   ::close(ep);
   ::close(pipe_fds[0]);

@@ -64,7 +64,8 @@ int print_table(const uring::kernel_features& kernel) {
                 uring::to_string(ex.dropped_flags()).c_str(), ex.registered_ring() ? "yes" : "no");
     // What the executor's plan says beyond the one above (a fallback its own ring's setup made, and why).
     for (const auto& note : ex.plan().notes) {
-      if (std::find(plan->notes.begin(), plan->notes.end(), note) == plan->notes.end()) std::printf("  - %s\n", note.c_str());
+      if (std::find(plan->notes.begin(), plan->notes.end(), note) == plan->notes.end())
+        std::printf("  - %s\n", note.c_str());
     }
   } catch (const std::exception& e) {
     std::printf("executor          failed: %s\n", e.what());

@@ -377,7 +377,8 @@ TEST_P(LeasedRecv, TimeoutFailsWithEtimedoutAndTakesNoBytes) {
     EXPECT_EQ(pool.available(), 4u);
     EXPECT_EQ(::write(peer, "after", 5), 5);
     std::string got;
-    while (got.size() < 5) got.append((co_await uring::with_timeout(s.recv(pool), std::chrono::seconds(10))).view());
+    while (got.size() < 5)
+      got.append((co_await uring::with_timeout(s.recv(pool), std::chrono::seconds(10))).view());
     EXPECT_EQ(got, "after");
   }(pair.ours, pair.peer.get()));
 }
@@ -387,7 +388,8 @@ TEST_P(LeasedRecv, NothrowYieldsTheChunkTheErrorOrEndOfStream) {
   stream_pair pair;
   run([](tcp_stream& s, int peer) -> task<void> {
     buffer_pool pool({.count = 4, .size = 64});
-    recv_result timed_out = co_await uring::with_timeout(s.recv(pool).nothrow(), std::chrono::milliseconds(5));
+    recv_result timed_out =
+        co_await uring::with_timeout(s.recv(pool).nothrow(), std::chrono::milliseconds(5));
     EXPECT_EQ(timed_out.res, -ETIMEDOUT);
     EXPECT_FALSE(timed_out);
     EXPECT_EQ(timed_out.error(), std::error_code(ETIMEDOUT, std::system_category()));
@@ -425,8 +427,8 @@ TEST_P(LeasedRecv, WithStopTokenFromAnotherThreadCancels) {
       co_await uring::nop();  // the receive waits first
       std::jthread([src] { src->request_stop(); }).join();
     };
-    auto [r, unused] =
-        co_await uring::when_all(as_task(uring::with_stop_token(s.recv(pool).nothrow(), stop.get_token())), stopper(&stop));
+    auto [r, unused] = co_await uring::when_all(
+        as_task(uring::with_stop_token(s.recv(pool).nothrow(), stop.get_token())), stopper(&stop));
     EXPECT_EQ(r.res, -ECANCELED);
     EXPECT_EQ(pool.available(), 4u);
     EXPECT_EQ(::write(peer, "x", 1), 1);
@@ -463,7 +465,8 @@ TEST_P(LeasedRecv, DeadlinesOfEarlierReceivesDoNotLeak) {
     const auto start = std::chrono::steady_clock::now();
     recv_result r = co_await uring::with_timeout(s.recv(pool).nothrow(), std::chrono::milliseconds(20));
     EXPECT_EQ(r.res, -ETIMEDOUT);
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << "waited for the old timer";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20))
+        << "waited for the old timer";
     // A 30 ms deadline that the receive meets, then a receive without one across that deadline.
     EXPECT_EQ(::write(peer, "2", 1), 1);
     EXPECT_EQ((co_await uring::with_timeout(s.recv(pool), std::chrono::milliseconds(30))).view(), "2");
@@ -556,7 +559,8 @@ TEST_P(LeasedRecv, InterruptedReceivesLoseAndRepeatNoByteMidStream) {
         while (got.size() < written) got.append((co_await s.recv(pool)).view());
         std::stop_source stop;
         auto [r, unused] = co_await uring::when_all(
-            as_task(uring::with_stop_token(s.recv(pool).nothrow(), stop.get_token())), stop_later(&stop, false));
+            as_task(uring::with_stop_token(s.recv(pool).nothrow(), stop.get_token())),
+            stop_later(&stop, false));
         take(std::move(r));
         take(co_await uring::with_timeout(s.recv(pool).nothrow(), std::chrono::nanoseconds(0)));
       }
@@ -694,8 +698,8 @@ TEST_P(ZeroCopySend, WriteAllSendsLargeBuffersZeroCopyAndSmallOnesByCopy) {
     std::string got = ex.run(send_through(listener, *payload, send_and_end));
     EXPECT_EQ(got.size(), payload->size());
     EXPECT_TRUE(got == *payload) << "bytes differ";
-    const bool zc = payload == &large && !emulated() && !options().disable.contains(uring::feature::send_zc) &&
-                    uring::probed_kernel().send_zc;
+    const bool zc = payload == &large && !emulated() &&
+                    !options().disable.contains(uring::feature::send_zc) && uring::probed_kernel().send_zc;
     EXPECT_EQ(ex.stats().started(uring::op_kind::send_zc) > 0, zc) << payload->size() << " bytes";
   }
 }
@@ -737,7 +741,8 @@ TEST_P(ZeroCopySend, LargeWriteAllTimesOutAndStops) {
       }
       co_return std::error_code{};
     };
-    auto [stopped, unused] = co_await uring::when_all(writer(&client, &big, stop.get_token()), stopper(&stop));
+    auto [stopped, unused] =
+        co_await uring::when_all(writer(&client, &big, stop.get_token()), stopper(&stop));
     EXPECT_EQ(stopped, std::error_code(ECANCELED, std::system_category()));
   }(listener, big));
 }

@@ -3,7 +3,8 @@
 // connecting, the timer's own expiry) happens at another random point.
 //
 // The points, counted in turns of the executor's loop (one nop each):
-//   stop:       before the operation starts | in the turn it starts, before the enter hands it to the kernel |
+//   stop:       before the operation starts | in the turn it starts, before the enter hands it to the kernel
+//   |
 //               after 1-3 turns, when the kernel (the emulation) holds it | from another thread, racing the
 //               loop | never
 //   completion: before the operation starts | after 0-3 turns | never (only with a stop)
@@ -69,7 +70,7 @@ struct op_plan {
   stop_at stop;
   int stop_turns;  // after_turns: 1-3; other_thread: the loop turns the stopper thread races with
   complete_at completion;
-  int completion_turns;  // 0-3
+  int completion_turns;   // 0-3
   std::size_t recv_size;  // recv: the buffer; the completion writes write_size bytes
   std::size_t write_size;
   std::chrono::microseconds sleep;  // sleep: its duration (the completion is its expiry)
@@ -78,8 +79,8 @@ struct op_plan {
 const char* name(kind k) { return k == kind::recv ? "recv" : k == kind::sleep ? "sleep" : "accept"; }
 
 std::string describe(long index, const op_plan& p) {
-  static constexpr std::array<const char*, 5> stops{"before start", "same turn", "after turns", "other thread",
-                                                    "never"};
+  static constexpr std::array<const char*, 5> stops{"before start", "same turn", "after turns",
+                                                    "other thread", "never"};
   static constexpr std::array<const char*, 3> completions{"before start", "after turns", "never"};
   return "op #" + std::to_string(index) + " " + name(p.what) + ": stop " + stops[static_cast<int>(p.stop)] +
          " (" + std::to_string(p.stop_turns) + "), completion " +
@@ -91,7 +92,7 @@ op_plan draw(std::mt19937_64& rng) {
   op_plan p{};
   p.what = static_cast<kind>(pick(3));
   int s = pick(100);
-  p.stop = s < 10 ? stop_at::before_start
+  p.stop = s < 10   ? stop_at::before_start
            : s < 30 ? stop_at::same_turn
            : s < 75 ? stop_at::after_turns
            : s < 80 ? stop_at::other_thread
@@ -111,12 +112,12 @@ op_plan draw(std::mt19937_64& rng) {
 std::uint8_t stream_byte(std::uint64_t pos) { return static_cast<std::uint8_t>(pos % 251); }
 
 struct fuzz_state {
-  tcp_stream reader;    // recvs are awaited on this end
-  tcp_stream writer;    // completions write here (plain non-blocking send)
+  tcp_stream reader;      // recvs are awaited on this end
+  tcp_stream writer;      // completions write here (plain non-blocking send)
   tcp_listener listener;  // unix-domain (abstract): no ports to run out of
   address listen_address;
 
-  std::uint64_t written = 0;  // stream bytes sent
+  std::uint64_t written = 0;   // stream bytes sent
   std::uint64_t consumed = 0;  // stream bytes received by recvs
   long connected = 0, accepted = 0;
 
@@ -235,7 +236,8 @@ task<void> fuzz(fuzz_state& st, std::uint64_t seed, long count) {
     if (p.completion == complete_at::before_start) complete_now(st, p);
     int resumed = 0;
     std::string error;
-    co_await uring::when_all(run_one(st, p, src.get_token(), resumed, error), stopper(src, p), completer(st, p));
+    co_await uring::when_all(run_one(st, p, src.get_token(), resumed, error), stopper(src, p),
+                             completer(st, p));
     if (resumed != 1) error += " resumed " + std::to_string(resumed) + " times";
     // Everything this operation started (itself, the nops of the turns) has completed, and a cancel
     // leaves nothing behind in the executor's count.
@@ -285,7 +287,8 @@ TEST_P(CancelFuzz, EveryOperationResumesOnceWithItsResultOrECANCELED) {
     ASSERT_GE(accepted, 0) << std::strerror(errno);
     st.reader = tcp_stream(accepted);
   }
-  st.listen_address = address::parse("unix:@uring-cancel-fuzz-" + std::to_string(::getpid()) + "-" + GetParam().name);
+  st.listen_address =
+      address::parse("unix:@uring-cancel-fuzz-" + std::to_string(::getpid()) + "-" + GetParam().name);
   st.listener = tcp_listener::bind(st.listen_address);
   const long fds_during = uring::test::open_fd_count();
 
@@ -325,10 +328,12 @@ TEST_P(CancelFuzz, EveryOperationResumesOnceWithItsResultOrECANCELED) {
     }
   }
   EXPECT_EQ(total, count);
-  std::printf("[ cancel fuzz ] %s: %ld operations in %.2f s (seed %llu): recv %ld ok / %ld cancelled, sleep %ld / %ld, "
-              "accept %ld / %ld; %zu stream bytes left, %ld connections queued\n",
-              GetParam().name.c_str(), count, seconds, static_cast<unsigned long long>(seed), st.ok[0],
-              st.cancelled[0], st.ok[1], st.cancelled[1], st.ok[2], st.cancelled[2], left, queued);
+  std::printf(
+      "[ cancel fuzz ] %s: %ld operations in %.2f s (seed %llu): recv %ld ok / %ld cancelled, sleep %ld / "
+      "%ld, "
+      "accept %ld / %ld; %zu stream bytes left, %ld connections queued\n",
+      GetParam().name.c_str(), count, seconds, static_cast<unsigned long long>(seed), st.ok[0],
+      st.cancelled[0], st.ok[1], st.cancelled[1], st.ok[2], st.cancelled[2], left, queued);
 }
 
 INSTANTIATE_BACKENDS(CancelFuzz);

@@ -155,18 +155,19 @@ TEST_P(Channel, AFullChannelSuspendsItsSenders) {
   }(ch, outstanding, received, done));
   std::latch sent(kSenders);
   for (int s = 0; s < kSenders; ++s) {
-    uring::spawn(g.at(0), [](channel<int>& c, std::atomic<int>& out, std::atomic<int>& m, std::latch& all_sent,
-                             std::latch& l) -> task<void> {
-      for (int i = 0; i < kPerSender; ++i) {
-        int now = ++out;
-        int seen = m.load();
-        while (now > seen && !m.compare_exchange_weak(seen, now)) {
-        }
-        co_await c.send(i);
-      }
-      all_sent.count_down();
-      l.count_down();
-    }(ch, outstanding, most, sent, done));
+    uring::spawn(g.at(0),
+                 [](channel<int>& c, std::atomic<int>& out, std::atomic<int>& m, std::latch& all_sent,
+                    std::latch& l) -> task<void> {
+                   for (int i = 0; i < kPerSender; ++i) {
+                     int now = ++out;
+                     int seen = m.load();
+                     while (now > seen && !m.compare_exchange_weak(seen, now)) {
+                     }
+                     co_await c.send(i);
+                   }
+                   all_sent.count_down();
+                   l.count_down();
+                 }(ch, outstanding, most, sent, done));
   }
   sent.wait();
   ch.close();
@@ -185,21 +186,22 @@ TEST_P(Channel, CloseFailsABlockedSenderWithEpipeAndKeepsWhatWasAccepted) {
   std::latch sender_done(1);
   int blocked_error = 0;
   int later_error = 0;
-  uring::spawn(g.at(0), [](channel<int>& c, int& e1, int& e2, std::latch& blocking, std::latch& l) -> task<void> {
-    co_await c.send(1);  // fills the channel
-    blocking.count_down();
-    try {
-      co_await c.send(2);  // blocks: nobody receives yet
-    } catch (const std::system_error& e) {
-      e1 = e.code().value();
-    }
-    try {
-      co_await c.send(3);  // already closed
-    } catch (const std::system_error& e) {
-      e2 = e.code().value();
-    }
-    l.count_down();
-  }(ch, blocked_error, later_error, about_to_block, sender_done));
+  uring::spawn(g.at(0),
+               [](channel<int>& c, int& e1, int& e2, std::latch& blocking, std::latch& l) -> task<void> {
+                 co_await c.send(1);  // fills the channel
+                 blocking.count_down();
+                 try {
+                   co_await c.send(2);  // blocks: nobody receives yet
+                 } catch (const std::system_error& e) {
+                   e1 = e.code().value();
+                 }
+                 try {
+                   co_await c.send(3);  // already closed
+                 } catch (const std::system_error& e) {
+                   e2 = e.code().value();
+                 }
+                 l.count_down();
+               }(ch, blocked_error, later_error, about_to_block, sender_done));
   about_to_block.wait();
   // Runs on the sender's thread on a later turn: after the sender has suspended in send(2).
   g.at(0).post([&ch] { ch.close(); });
@@ -240,14 +242,15 @@ TEST_P(Channel, TrySendOnAFullChannelReturnsFalseAndKeepsTheValue) {
   std::vector<int> got;
   std::latch took_one(1);
   std::latch drained(1);
-  uring::spawn(g.at(1), [](channel<std::unique_ptr<int>>& c, std::vector<int>& out, std::latch& one,
-                           std::latch& l) -> task<void> {
-    auto first = co_await c.receive();
-    out.push_back(**first);
-    one.count_down();
-    while (auto v = co_await c.receive()) out.push_back(**v);
-    l.count_down();
-  }(ch, got, took_one, drained));
+  uring::spawn(g.at(1),
+               [](channel<std::unique_ptr<int>>& c, std::vector<int>& out, std::latch& one,
+                  std::latch& l) -> task<void> {
+                 auto first = co_await c.receive();
+                 out.push_back(**first);
+                 one.count_down();
+                 while (auto v = co_await c.receive()) out.push_back(**v);
+                 l.count_down();
+               }(ch, got, took_one, drained));
   took_one.wait();
   EXPECT_TRUE(ch.try_send(std::move(third)));  // room again
   EXPECT_EQ(third, nullptr);
@@ -307,7 +310,7 @@ TEST_P(Channel, StoppingWithWaitersParkedIsSafe) {
     g.at(1).post([&] { suspended.count_down(); });
     suspended.wait();
     EXPECT_FALSE(full->try_send(2));  // the blocked sender is ahead
-  }  // stop + join: both frames destroyed
+  }                                   // stop + join: both frames destroyed
   EXPECT_EQ(destroyed.load(), 2);
 }
 
@@ -520,15 +523,16 @@ TEST_P(Channel, AParkedReceiverIsWokenEveryRound) {
     std::atomic<int> received{0};
     per_sender seen(2);
     std::latch done(2);  // the receiver and the coroutine sender
-    uring::spawn(g.at(1), [](channel<item>& c, channel<int>& ends, int per_round, std::atomic<int>& got,
-                             per_sender& sn, std::latch& l) -> task<void> {
-      while (auto v = co_await c.receive()) {
-        sn.saw(v->sender, v->seq);
-        const int n = got.fetch_add(1, std::memory_order_release) + 1;
-        if (n % per_round == 0) co_await ends.send(n / per_round);
-      }
-      l.count_down();
-    }(ch, round_ends, senders, received, seen, done));
+    uring::spawn(g.at(1),
+                 [](channel<item>& c, channel<int>& ends, int per_round, std::atomic<int>& got,
+                    per_sender& sn, std::latch& l) -> task<void> {
+                   while (auto v = co_await c.receive()) {
+                     sn.saw(v->sender, v->seq);
+                     const int n = got.fetch_add(1, std::memory_order_release) + 1;
+                     if (n % per_round == 0) co_await ends.send(n / per_round);
+                   }
+                   l.count_down();
+                 }(ch, round_ends, senders, received, seen, done));
     // Sender 0 is a coroutine on the other executor (the doorbell rides its ring), sender 1 a thread.
     uring::spawn(g.at(0), [](channel<item>& c, channel<int>& ends, int n, std::latch& l) -> task<void> {
       for (int r = 0; r < n; ++r) {
@@ -582,13 +586,14 @@ TEST_P(Channel, AWokenSenderDoesNotWaitForTheReceiversNextEnter) {
   }
   std::vector<int> got;
   bool woken = false;
-  uring::spawn(g.at(1), [](channel<int>& c, std::atomic<int>& n, std::vector<int>& out, bool& ok,
-                           std::latch& l) -> task<void> {
-    out.push_back(*co_await c.receive());  // lets the sender in: full again
-    ok = reaches(n, 5);                    // spins on this thread: no enter until the sender resumed
-    for (int i = 0; i < 4; ++i) out.push_back(*co_await c.receive());
-    l.count_down();
-  }(ch, sent, got, woken, done));
+  uring::spawn(
+      g.at(1),
+      [](channel<int>& c, std::atomic<int>& n, std::vector<int>& out, bool& ok, std::latch& l) -> task<void> {
+        out.push_back(*co_await c.receive());  // lets the sender in: full again
+        ok = reaches(n, 5);                    // spins on this thread: no enter until the sender resumed
+        for (int i = 0; i < 4; ++i) out.push_back(*co_await c.receive());
+        l.count_down();
+      }(ch, sent, got, woken, done));
   done.wait();
   EXPECT_TRUE(woken) << "the blocked sender waited for the receiving executor's next enter";
   EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3, 4}));

@@ -6,16 +6,16 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
-#include <stop_token>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <latch>
 #include <optional>
 #include <set>
 #include <span>
-#include <string_view>
+#include <stop_token>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -89,11 +89,18 @@ TEST_P(Direct, ReadsAndWritesUseTheSlotOnEveryRoadIntoTheQueue) {
     p.write_end.reset();
     std::stop_source never;
     EXPECT_EQ(co_await uring::write(wr, uring::const_buffer("a", 1)), 1u);
-    EXPECT_EQ(co_await uring::with_stop_token(uring::write(wr, uring::const_buffer("b", 1)), never.get_token()), 1u);
-    EXPECT_EQ(co_await uring::with_timeout(uring::write(wr, uring::const_buffer("c", 1)), std::chrono::seconds(5)), 1u);
+    EXPECT_EQ(
+        co_await uring::with_stop_token(uring::write(wr, uring::const_buffer("b", 1)), never.get_token()),
+        1u);
+    EXPECT_EQ(
+        co_await uring::with_timeout(uring::write(wr, uring::const_buffer("c", 1)), std::chrono::seconds(5)),
+        1u);
     char buf[3] = {};
-    EXPECT_EQ(co_await uring::with_stop_token(uring::read(rd, uring::mutable_buffer(buf, 1)), never.get_token()), 1u);
-    EXPECT_EQ(co_await uring::with_timeout(uring::read(rd, uring::mutable_buffer(buf + 1, 1)), std::chrono::seconds(5)),
+    EXPECT_EQ(
+        co_await uring::with_stop_token(uring::read(rd, uring::mutable_buffer(buf, 1)), never.get_token()),
+        1u);
+    EXPECT_EQ(co_await uring::with_timeout(uring::read(rd, uring::mutable_buffer(buf + 1, 1)),
+                                           std::chrono::seconds(5)),
               1u);
     EXPECT_EQ(co_await uring::read(rd, uring::mutable_buffer(buf + 2, 1)), 1u);
     EXPECT_EQ(std::string(buf, 3), "abc");
@@ -121,7 +128,8 @@ TEST_P(Direct, RecvAndSendOnASlotTakeTheirFlags) {
     EXPECT_EQ(co_await uring::recv(s, uring::mutable_buffer(buf, sizeof buf)), 3u);
     EXPECT_EQ(std::string(buf, 3), "abc");
     // MSG_DONTWAIT on nothing: EAGAIN, not a wait.
-    EXPECT_EQ((co_await uring::recv(s, uring::mutable_buffer(buf, sizeof buf), MSG_DONTWAIT).nothrow()).res, -EAGAIN);
+    EXPECT_EQ((co_await uring::recv(s, uring::mutable_buffer(buf, sizeof buf), MSG_DONTWAIT).nothrow()).res,
+              -EAGAIN);
     // The second part comes after the recv has taken the first (the nop completes after the recv was
     // issued, in the same submit): without MSG_WAITALL it would yield 3.
     auto six = [](direct_fd from, char* into, int flags) -> task<std::size_t> {
@@ -274,11 +282,12 @@ TEST_P(Direct, AcceptDirectPutsTheConnectionInASlot) {
   run_with_table(4, []() -> task<void> {
     auto listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
     const long fds_before = uring::test::open_fd_count();
-    auto [slot, client] = co_await uring::when_all(listener.accept_direct(),
-                                                   uring::net::tcp_stream::connect_to(listener.local_address()));
+    auto [slot, client] = co_await uring::when_all(
+        listener.accept_direct(), uring::net::tcp_stream::connect_to(listener.local_address()));
     EXPECT_LT(slot.index, 4u);
     // Natively the connection is in no fd table but the ring's; emulated, the slot's dup is the one fd.
-    EXPECT_EQ(uring::test::open_fd_count(), fds_before + 1 + (GetParam().options.backend == uring::backend_kind::emulated));
+    EXPECT_EQ(uring::test::open_fd_count(),
+              fds_before + 1 + (GetParam().options.backend == uring::backend_kind::emulated));
     co_await client.write_all(std::string_view("ping"));
     char buf[8] = {};
     EXPECT_EQ(co_await uring::read(slot, uring::mutable_buffer(buf, 4)), 4u);
@@ -419,7 +428,8 @@ TEST_P(Direct, DroppingAnAcceptAllDirectStreamEmptiesTheSlotsNotTaken) {
 // table. Dropping the stream afterwards must not touch the executor (the ASan preset catches it).
 TEST_P(Direct, AnAcceptAllDirectStreamMayOutliveItsExecutor) {
   std::optional<uring::net::accept_direct_stream> kept;
-  uring::net::tcp_listener listener = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
+  uring::net::tcp_listener listener =
+      uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
   std::vector<uring::net::tcp_stream> clients;
   {
     uring::executor_options o = options();
@@ -477,27 +487,28 @@ TEST_P(DirectSend, TheFileMovesIntoTheTargetsTableAndItsFunctionRunsThere) {
     uring::executor_group group(2, with_table(4));
     std::string got;
     std::atomic<bool> ran_on_target{false};
-    run_on(group.at(0), [](uring::executor& target, bool handle, std::string& out,
-                           std::atomic<bool>& on_target) -> task<void> {
-      pipe_pair p;
-      const direct_fd w = co_await uring::install_direct(p.write_end.get());
-      p.write_end.reset();  // the slot holds the only reference to the write end
-      // A lambda coroutine with captures: its task must not outlive them.
-      auto fn = [&target, &on_target](direct_fd slot) -> task<void> {
-        on_target = uring::executor::current() == &target;
-        EXPECT_EQ(co_await uring::write(slot, uring::const_buffer("moved", 5)), 5u);
-        co_await uring::close_direct(slot);
-      };
-      if (handle) {  // not a ?: of two tasks in one co_await: g++ 12 miscompiles that (a crash)
-        co_await uring::send_direct(target.handle(), w, fn);
-      } else {
-        co_await uring::send_direct(target, w, fn);
-      }
-      // Our slot is empty now: the end of file comes when the target empties its slot.
-      const uring::io_result r = co_await uring::write(w, uring::const_buffer("x", 1)).nothrow();
-      EXPECT_EQ(r.res, -EBADF);
-      out = co_await read_all(p.read_end.get());
-    }(group.at(1), by_handle, got, ran_on_target));
+    run_on(group.at(0),
+           [](uring::executor& target, bool handle, std::string& out,
+              std::atomic<bool>& on_target) -> task<void> {
+             pipe_pair p;
+             const direct_fd w = co_await uring::install_direct(p.write_end.get());
+             p.write_end.reset();  // the slot holds the only reference to the write end
+             // A lambda coroutine with captures: its task must not outlive them.
+             auto fn = [&target, &on_target](direct_fd slot) -> task<void> {
+               on_target = uring::executor::current() == &target;
+               EXPECT_EQ(co_await uring::write(slot, uring::const_buffer("moved", 5)), 5u);
+               co_await uring::close_direct(slot);
+             };
+             if (handle) {  // not a ?: of two tasks in one co_await: g++ 12 miscompiles that (a crash)
+               co_await uring::send_direct(target.handle(), w, fn);
+             } else {
+               co_await uring::send_direct(target, w, fn);
+             }
+             // Our slot is empty now: the end of file comes when the target empties its slot.
+             const uring::io_result r = co_await uring::write(w, uring::const_buffer("x", 1)).nothrow();
+             EXPECT_EQ(r.res, -EBADF);
+             out = co_await read_all(p.read_end.get());
+           }(group.at(1), by_handle, got, ran_on_target));
     EXPECT_EQ(got, "moved");
     EXPECT_TRUE(ran_on_target);
     group.stop();
@@ -541,11 +552,14 @@ TEST_P(DirectSend, AFullTargetTableLeavesTheFileWithTheSender) {
     pipe_pair filler;
     // The target's one slot is taken.
     const int fill_fd = filler.read_end.get();
-    co_await uring::submit_to(target, [fill_fd]() -> task<void> { (void)co_await uring::install_direct(fill_fd); });
+    co_await uring::submit_to(target,
+                              [fill_fd]() -> task<void> { (void)co_await uring::install_direct(fill_fd); });
     const direct_fd w = co_await uring::install_direct(p.write_end.get());
     p.write_end.reset();
     bool ran = false;
-    auto fn = [&ran](direct_fd) { ran = true; };  // named: g++ 12 destroys a throwing co_await's temporary twice
+    auto fn = [&ran](direct_fd) {
+      ran = true;
+    };  // named: g++ 12 destroys a throwing co_await's temporary twice
     int err = 0;
     std::string what;
     try {
@@ -577,7 +591,8 @@ TEST_P(DirectSend, ATargetWithoutATableFailsWithEnxio) {
     const direct_fd w = co_await uring::install_direct(p.write_end.get());
     auto fn = [](direct_fd) {};
     for (const bool by_handle : {false, true}) {
-      task<void> send = by_handle ? uring::send_direct(target.handle(), w, fn) : uring::send_direct(target, w, fn);
+      task<void> send =
+          by_handle ? uring::send_direct(target.handle(), w, fn) : uring::send_direct(target, w, fn);
       auto [err, what] = co_await failure_of(std::move(send));
       EXPECT_EQ(err, ENXIO) << "by handle: " << by_handle;
       EXPECT_TRUE(contains(what, "target executor has no table")) << what;
@@ -653,23 +668,24 @@ TEST_P(DirectSend, AHandleToADestroyedExecutorFailsWithEshutdownAndTheFileStays)
   long fds_before = 0;
   long fds_after = 0;
   std::string got;
-  run_on(senders.at(0), [](const uring::executor_handle& to, int& e, bool& r, long& before, long& after,
-                           std::string& out) -> task<void> {
-    pipe_pair p;
-    const direct_fd w = co_await uring::install_direct(p.write_end.get());
-    p.write_end.reset();
-    before = uring::test::open_fd_count();
-    auto fn = [&r](direct_fd) { r = true; };
-    try {
-      co_await uring::send_direct(to, w, fn);
-    } catch (const std::system_error& ex) {
-      e = ex.code().value();
-    }
-    after = uring::test::open_fd_count();
-    EXPECT_EQ(co_await uring::write(w, uring::const_buffer("kept", 4)), 4u);
-    co_await uring::close_direct(w);
-    out = co_await read_all(p.read_end.get());
-  }(gone, err, ran, fds_before, fds_after, got));
+  run_on(senders.at(0),
+         [](const uring::executor_handle& to, int& e, bool& r, long& before, long& after,
+            std::string& out) -> task<void> {
+           pipe_pair p;
+           const direct_fd w = co_await uring::install_direct(p.write_end.get());
+           p.write_end.reset();
+           before = uring::test::open_fd_count();
+           auto fn = [&r](direct_fd) { r = true; };
+           try {
+             co_await uring::send_direct(to, w, fn);
+           } catch (const std::system_error& ex) {
+             e = ex.code().value();
+           }
+           after = uring::test::open_fd_count();
+           EXPECT_EQ(co_await uring::write(w, uring::const_buffer("kept", 4)), 4u);
+           co_await uring::close_direct(w);
+           out = co_await read_all(p.read_end.get());
+         }(gone, err, ran, fds_before, fds_after, got));
   EXPECT_EQ(err, ESHUTDOWN);
   EXPECT_FALSE(ran);
   EXPECT_EQ(fds_after, fds_before) << "the plain fd made for the journey was not closed";

@@ -65,7 +65,8 @@ class echo_process {
   std::string errors() {
     std::string all;
     char buf[512];
-    for (ssize_t n; (n = ::read(err_.get(), buf, sizeof buf)) > 0;) all.append(buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(err_.get(), buf, sizeof buf)) > 0;)
+      all.append(buf, static_cast<std::size_t>(n));
     return all;
   }
   void signal(int sig) const { ::kill(pid_, sig); }
@@ -144,9 +145,11 @@ struct echo_config {
 class EchoSample : public ::testing::TestWithParam<echo_config> {
  protected:
   std::vector<std::string> args(std::vector<std::string> extra = {}) const {
-    std::vector<std::string> a{"--port", "0", "--backend", GetParam().backend, "--threads",
-                               std::to_string(GetParam().threads), "--accept", GetParam().accept,
-                               "--recv",      GetParam().recv};
+    std::vector<std::string> a{"--port",    "0",
+                               "--backend", GetParam().backend,
+                               "--threads", std::to_string(GetParam().threads),
+                               "--accept",  GetParam().accept,
+                               "--recv",    GetParam().recv};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -157,7 +160,8 @@ TEST_P(EchoSample, EchoesThenDrainsOnSigtermAndExitsZero) {
   std::string line = server.first_line();
   int port = port_of(line);
   ASSERT_GT(port, 0) << line;
-  EXPECT_NE(line.find(GetParam().backend + " backend, " + GetParam().recv + " recv"), std::string::npos) << line;
+  EXPECT_NE(line.find(GetParam().backend + " backend, " + GetParam().recv + " recv"), std::string::npos)
+      << line;
 
   std::vector<unique_fd> clients;
   for (int i = 0; i < 8; ++i) {
@@ -204,8 +208,7 @@ TEST_P(EchoSample, IdleConnectionsAreClosed) {
   EXPECT_EQ(server.wait(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, EchoSample,
-                         ::testing::ValuesIn([] {
+INSTANTIATE_TEST_SUITE_P(Backends, EchoSample, ::testing::ValuesIn([] {
                            std::vector<echo_config> all;
                            for (const char* recv : {"leased", "copy"}) {
                              for (const char* backend : {"native", "emulated"}) {

@@ -56,7 +56,8 @@ int main(int argc, char** argv) {
     ex.run(workload());
     std::printf("flags=%s registered=%d enters=%llu sqes=%llu cqes=%llu sq_full_flushes=%llu\n",
                 uring::to_string(ex.active_flags()).c_str(), ex.registered_ring() ? 1 : 0,
-                static_cast<unsigned long long>(ex.stats().enters), static_cast<unsigned long long>(ex.stats().sqes),
+                static_cast<unsigned long long>(ex.stats().enters),
+                static_cast<unsigned long long>(ex.stats().sqes),
                 static_cast<unsigned long long>(ex.stats().cqes),
                 static_cast<unsigned long long>(ex.stats().sq_full_flushes));
   }

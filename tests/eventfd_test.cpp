@@ -162,7 +162,9 @@ TEST_P(Eventfd, BadDescriptorsFailClearly) {
   executor ex(options());
   int closed = ::eventfd(0, EFD_CLOEXEC);  // closed after the executor made its own fds: not reused
   ::close(closed);
-  auto registered = [](executor& ex, int fd) -> task<eventfd_registration> { co_return co_await ex.register_eventfd(fd); };
+  auto registered = [](executor& ex, int fd) -> task<eventfd_registration> {
+    co_return co_await ex.register_eventfd(fd);
+  };
   auto attempt = [&](int fd) { (void)ex.run(registered(ex, fd)); };
   expect_system_error([&] { attempt(-1); }, EBADF, "not an open file descriptor");
   expect_system_error([&] { attempt(closed); }, EBADF, "not an open file descriptor");
@@ -272,7 +274,8 @@ TEST_P(Eventfd, AutoResetAcrossThreadsLosesAndDoublesNothing) {
     for (long i = 0; i < 2 * per; ++i) ev.notify();
   });
   std::promise<void> a_done, b_done;
-  auto run_and_signal = [](event& ev, long n, std::atomic<long>& total, std::promise<void>& done) -> task<void> {
+  auto run_and_signal = [](event& ev, long n, std::atomic<long>& total,
+                           std::promise<void>& done) -> task<void> {
     co_await take_counts(ev, n, total);
     done.set_value();
   };
@@ -330,10 +333,13 @@ TEST_P(Eventfd, NotifiedByAnotherProcess) {
 
 TEST(Event, AdoptChecksTheDescriptor) {
   uring::test::pipe_pair pipe;
-  expect_system_error([&] { (void)event::adopt(pipe.read_end.get(), event_mode::auto_reset); }, EINVAL, "not an eventfd");
+  expect_system_error([&] { (void)event::adopt(pipe.read_end.get(), event_mode::auto_reset); }, EINVAL,
+                      "not an eventfd");
   unique_fd plain(::eventfd(0, EFD_CLOEXEC));
-  expect_system_error([&] { (void)event::adopt(plain.get(), event_mode::auto_reset); }, EINVAL, "EFD_SEMAPHORE");
-  expect_system_error([&] { (void)event::adopt(plain.get(), event_mode::manual_reset); }, EINVAL, "non-blocking");
+  expect_system_error([&] { (void)event::adopt(plain.get(), event_mode::auto_reset); }, EINVAL,
+                      "EFD_SEMAPHORE");
+  expect_system_error([&] { (void)event::adopt(plain.get(), event_mode::manual_reset); }, EINVAL,
+                      "non-blocking");
   int sem = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   event ev = event::adopt(sem, event_mode::auto_reset);
   EXPECT_EQ(ev.native_handle(), sem);

@@ -4,12 +4,12 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <stdexcept>
 #include <system_error>
-#include <algorithm>
-#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -105,7 +105,8 @@ TEST_P(Executor, WaitsCountTheEntersThatHadNothingElseToRun) {
   }());
   const uring::executor_stats after = ex.stats();
   ASSERT_GT(after.sq_full_flushes, slept.sq_full_flushes);
-  EXPECT_GE((after.enters - slept.enters) - (after.waits - slept.waits), after.sq_full_flushes - slept.sq_full_flushes);
+  EXPECT_GE((after.enters - slept.enters) - (after.waits - slept.waits),
+            after.sq_full_flushes - slept.sq_full_flushes);
 }
 
 TEST_P(Executor, SpawnedWorkThatOutlivesRunContinuesOnTheNextRun) {
@@ -280,7 +281,10 @@ TEST_P(Executor, RunFromAnotherThreadIsRefused) {
 
 TEST_P(Executor, RunIsNotReentrant) {
   executor ex(options());
-  auto root = [&]() -> task<void> { ex.run(nops_then(1, 1)); co_return; };
+  auto root = [&]() -> task<void> {
+    ex.run(nops_then(1, 1));
+    co_return;
+  };
   EXPECT_THROW(ex.run(root()), std::logic_error);
 }
 
@@ -311,8 +315,8 @@ TEST_P(Executor, AwaitingWithoutARunningExecutorIsAClearError) {
 
 TEST(NativeExecutor, FlagsTheKernelRefusesAreDroppedAndReported) {
   executor::options opts = native_options();
-  opts.flags = uring::ring_flags::submit_all | uring::ring_flags::coop_taskrun | uring::ring_flags::single_issuer |
-               uring::ring_flags::defer_taskrun;
+  opts.flags = uring::ring_flags::submit_all | uring::ring_flags::coop_taskrun |
+               uring::ring_flags::single_issuer | uring::ring_flags::defer_taskrun;
   executor ex(opts);
   // Kernel 6.1+ accepts all four; whatever it refused is reported, and the two sets never overlap.
   EXPECT_EQ(ex.active_flags() | ex.dropped_flags(), opts.flags);
@@ -326,7 +330,8 @@ TEST(NativeExecutor, DeferTaskrunRingMakesProgressWithReadyWork) {
   executor::options opts = native_options();
   opts.flags = uring::ring_flags::single_issuer | uring::ring_flags::defer_taskrun;
   executor ex(opts);
-  if (!uring::any(ex.active_flags() & uring::ring_flags::defer_taskrun)) GTEST_SKIP() << "kernel lacks DEFER_TASKRUN";
+  if (!uring::any(ex.active_flags() & uring::ring_flags::defer_taskrun))
+    GTEST_SKIP() << "kernel lacks DEFER_TASKRUN";
   // A coroutine that always has ready work (it respawns itself) must not starve the I/O.
   bool io_done = false;
   int spins = 0;
@@ -392,7 +397,7 @@ TEST_P(Executor, StopBeforeRunShutsDownAtOnce) {
   }());
   EXPECT_TRUE(ran);  // the root's first step runs before the loop looks at the stop request...
   ex.stop();
-  ex.run();          // ...and run() without a task returns at once
+  ex.run();  // ...and run() without a task returns at once
 }
 
 TEST_P(Executor, PostFromManyThreadsRunsEverythingOnTheOwner) {
@@ -511,7 +516,8 @@ std::atomic<int> g_signals{0};
 void count_signal(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
 
 TEST_P(ExecutorSignals, EintrWhileWaitingIsRetried) {
-  struct sigaction sa {}, old{};
+  struct sigaction sa {
+  }, old{};
   sa.sa_handler = count_signal;
   sa.sa_flags = 0;  // no SA_RESTART: the wait is interrupted
   ASSERT_EQ(::sigaction(SIGUSR1, &sa, &old), 0);

@@ -296,10 +296,14 @@ INSTANTIATE_TEST_SUITE_P(Errnos, Fallback, ::testing::Values(ENOSYS, EPERM),
 
 // Each feature of the probe by its name in to_json.
 std::vector<std::pair<std::string, bool>> feature_flags(const uring::kernel_features& k) {
-  return {{"registered_ring_fd", k.registered_ring_fd}, {"msg_ring", k.msg_ring},
-          {"send_msg_ring", k.send_msg_ring},           {"msg_ring_flags_pass", k.msg_ring_flags_pass},
-          {"eventfd_register", k.eventfd_register},     {"buf_ring", k.buf_ring},
-          {"multishot_accept", k.multishot_accept},     {"multishot_recv", k.multishot_recv},
+  return {{"registered_ring_fd", k.registered_ring_fd},
+          {"msg_ring", k.msg_ring},
+          {"send_msg_ring", k.send_msg_ring},
+          {"msg_ring_flags_pass", k.msg_ring_flags_pass},
+          {"eventfd_register", k.eventfd_register},
+          {"buf_ring", k.buf_ring},
+          {"multishot_accept", k.multishot_accept},
+          {"multishot_recv", k.multishot_recv},
           {"send_zc", k.send_zc}};
 }
 
@@ -307,13 +311,14 @@ std::vector<std::pair<std::string, bool>> feature_flags(const uring::kernel_feat
 // plan, as key=value lines: feature.<name>=0|1, why.<name>=<reason>, plan_*.
 int report_features() {
   uring::kernel_features k = uring::probe_kernel();
-  std::printf("usable=%d\nsetup_errno=%d\nreason=%s\n", k.io_uring_usable ? 1 : 0, k.setup_errno, k.reason.c_str());
+  std::printf("usable=%d\nsetup_errno=%d\nreason=%s\n", k.io_uring_usable ? 1 : 0, k.setup_errno,
+              k.reason.c_str());
   std::printf("opcodes=%zu\n", k.opcodes.count());
   for (const auto& [name, on] : feature_flags(k)) std::printf("feature.%s=%d\n", name.c_str(), on ? 1 : 0);
   for (const auto& [name, why] : k.reasons) std::printf("why.%s=%s\n", name.c_str(), why.c_str());
   uring::executor_plan plan = uring::make_plan(k, uring::executor_options{}, uring::plan_overrides{});
-  std::printf("plan_backend=%s\nplan_register_ring_fd=%d\nplan_msg_ring=%d\n", uring::to_string(plan.backend).c_str(),
-              plan.register_ring_fd ? 1 : 0, plan.msg_ring ? 1 : 0);
+  std::printf("plan_backend=%s\nplan_register_ring_fd=%d\nplan_msg_ring=%d\n",
+              uring::to_string(plan.backend).c_str(), plan.register_ring_fd ? 1 : 0, plan.msg_ring ? 1 : 0);
   std::string notes;
   for (const auto& note : plan.notes) notes += note + " | ";
   std::printf("plan_notes=%s\n", notes.c_str());
@@ -336,7 +341,8 @@ TEST(RegisterDenied, ProbeSaysUsableAndWhyEachRegistrationFailed) {
   auto f = fields_of(r.output);
   EXPECT_EQ(f["usable"], "1") << r.output;
   EXPECT_EQ(f["opcodes"], "0") << r.output;
-  for (std::string refused : {"registered_ring_fd", "send_msg_ring", "eventfd_register", "buf_ring", "multishot_recv"}) {
+  for (std::string refused :
+       {"registered_ring_fd", "send_msg_ring", "eventfd_register", "buf_ring", "multishot_recv"}) {
     EXPECT_EQ(f["feature." + refused], "0") << refused << "\n" << r.output;
     EXPECT_TRUE(contains(f["why." + refused], "EPERM")) << refused << ": " << f["why." + refused];
   }

@@ -34,9 +34,8 @@ uring::task<void> work() {
   char one;
   auto timed = co_await uring::with_timeout(uring::read(p[0], std::span(&one, 1)), 5ms).nothrow();
   if (timed.res != -ETIMEDOUT) throw std::runtime_error("linked timeout: " + std::to_string(timed.res));
-  auto raced = co_await uring::when_any(read_some(p[0]), [](auto d) -> uring::task<void> {
-    co_await uring::sleep_for(d);
-  }(3ms));
+  auto raced = co_await uring::when_any(
+      read_some(p[0]), [](auto d) -> uring::task<void> { co_await uring::sleep_for(d); }(3ms));
   if (raced.index() != 1) throw std::runtime_error("when_any");
   int f = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   co_await uring::write(f, std::string_view("file"), 0);

@@ -21,7 +21,8 @@ std::pair<int, std::string> run_child(const std::string& test) {
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   EXPECT_GT(n, 0);
   self[n > 0 ? n : 0] = '\0';
-  std::string cmd = std::string(self) + " --gtest_also_run_disabled_tests --gtest_filter=FdLeakChild." + test + " 2>&1";
+  std::string cmd =
+      std::string(self) + " --gtest_also_run_disabled_tests --gtest_filter=FdLeakChild." + test + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   EXPECT_NE(p, nullptr);
   std::string out;

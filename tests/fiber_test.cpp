@@ -17,9 +17,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <uring/fiber.hpp>
@@ -289,12 +289,12 @@ TEST_P(Fiber, ExceptionsCrossJoin) {
 TEST_P(Fiber, DetachedFiberExceptionStopsTheExecutor) {
   executor ex(options());
   EXPECT_THROW(ex.run([](executor& self) -> task<void> {
-                 spawn_fiber(self, [] {
-                   this_fiber::await(uring::nop());
-                   throw std::runtime_error("nobody joins me");
-                 }).detach();
-                 co_await uring::sleep_for(1h);
-               }(ex)),
+    spawn_fiber(self, [] {
+      this_fiber::await(uring::nop());
+      throw std::runtime_error("nobody joins me");
+    }).detach();
+    co_await uring::sleep_for(1h);
+  }(ex)),
                std::runtime_error);
 }
 
@@ -303,18 +303,17 @@ TEST_P(Fiber, StopTokenCancelsTheFibersOperations) {
   std::stop_source stop;
   bool cancelled = run([](int rd, std::stop_source& src) -> task<bool> {
     executor& ex = *executor::current();
-    auto h = spawn_fiber(
-        ex,
-        [rd] {
-          char b[1];
-          try {
-            this_fiber::await(uring::read(rd, b));
-          } catch (const std::system_error& e) {
-            return e.code() == std::errc::operation_canceled;
-          }
-          return false;
-        },
-        {.stop_token = src.get_token()});
+    auto h = spawn_fiber(ex,
+                         [rd] {
+                           char b[1];
+                           try {
+                             this_fiber::await(uring::read(rd, b));
+                           } catch (const std::system_error& e) {
+                             return e.code() == std::errc::operation_canceled;
+                           }
+                           return false;
+                         },
+                         {.stop_token = src.get_token()});
     co_await uring::nop();
     co_await uring::nop();
     src.request_stop();
@@ -327,31 +326,32 @@ TEST_P(Fiber, TenThousandFibersDoingIoAtOnce) {
   const long n = uring::test::scaled(10000);
   const std::size_t stacks_before = uring::fiber_stacks_in_use();
   pipe_pair go, out;
-  long echoed = run([](long count, int go_rd, int go_wr, int out_rd, int out_wr, std::size_t base) -> task<long> {
-    executor& ex = *executor::current();
-    long parked = 0;
-    std::vector<fiber_handle<bool>> fibers;
-    fibers.reserve(static_cast<std::size_t>(count));
-    for (long i = 0; i < count; ++i) {
-      fibers.push_back(spawn_fiber(ex, [&parked, go_rd, out_wr] {
-        ++parked;
-        unsigned ev = this_fiber::await(uring::poll(go_rd, POLLIN));  // all of them wait at once
-        this_fiber::await(uring::nop());
-        return (ev & POLLIN) != 0 && this_fiber::await(uring::write(out_wr, std::string_view("x"))) == 1;
-      }));
-    }
-    while (parked < count) co_await uring::nop();
-    co_await uring::nop();
-    EXPECT_EQ(uring::fiber_stacks_in_use() - base, static_cast<std::size_t>(count));
-    co_await uring::write(go_wr, std::string_view("!"));
-    long ok = 0;
-    for (auto& f : fibers) ok += co_await f.join() ? 1 : 0;
-    EXPECT_EQ(ok, count);
-    long total = 0;
-    std::vector<char> buf(4096);
-    while (total < count) total += static_cast<long>(co_await uring::read(out_rd, buf));
-    co_return total;
-  }(n, go.read_end.get(), go.write_end.get(), out.read_end.get(), out.write_end.get(), stacks_before));
+  long echoed =
+      run([](long count, int go_rd, int go_wr, int out_rd, int out_wr, std::size_t base) -> task<long> {
+        executor& ex = *executor::current();
+        long parked = 0;
+        std::vector<fiber_handle<bool>> fibers;
+        fibers.reserve(static_cast<std::size_t>(count));
+        for (long i = 0; i < count; ++i) {
+          fibers.push_back(spawn_fiber(ex, [&parked, go_rd, out_wr] {
+            ++parked;
+            unsigned ev = this_fiber::await(uring::poll(go_rd, POLLIN));  // all of them wait at once
+            this_fiber::await(uring::nop());
+            return (ev & POLLIN) != 0 && this_fiber::await(uring::write(out_wr, std::string_view("x"))) == 1;
+          }));
+        }
+        while (parked < count) co_await uring::nop();
+        co_await uring::nop();
+        EXPECT_EQ(uring::fiber_stacks_in_use() - base, static_cast<std::size_t>(count));
+        co_await uring::write(go_wr, std::string_view("!"));
+        long ok = 0;
+        for (auto& f : fibers) ok += co_await f.join() ? 1 : 0;
+        EXPECT_EQ(ok, count);
+        long total = 0;
+        std::vector<char> buf(4096);
+        while (total < count) total += static_cast<long>(co_await uring::read(out_rd, buf));
+        co_return total;
+      }(n, go.read_end.get(), go.write_end.get(), out.read_end.get(), out.write_end.get(), stacks_before));
   EXPECT_EQ(echoed, n);
   EXPECT_EQ(uring::fiber_stacks_in_use(), stacks_before);
 }
@@ -493,17 +493,16 @@ TEST_P(Fiber, AFiberThatNeverStartedIsCancelledForItsJoiner) {
 
 TEST_P(Fiber, StackSizeIsConfigurable) {
   std::size_t touched = run([]() -> task<std::size_t> {
-    auto h = spawn_fiber(
-        *executor::current(),
-        [] {
-          // Half a megabyte of locals: far beyond the default stack, within this one.
-          volatile char big[512 * 1024];
-          big[0] = 1;
-          big[sizeof big - 1] = 2;
-          this_fiber::await(uring::nop());
-          return static_cast<std::size_t>(big[0] + big[sizeof big - 1]);
-        },
-        {.stack_size = 1024 * 1024});
+    auto h = spawn_fiber(*executor::current(),
+                         [] {
+                           // Half a megabyte of locals: far beyond the default stack, within this one.
+                           volatile char big[512 * 1024];
+                           big[0] = 1;
+                           big[sizeof big - 1] = 2;
+                           this_fiber::await(uring::nop());
+                           return static_cast<std::size_t>(big[0] + big[sizeof big - 1]);
+                         },
+                         {.stack_size = 1024 * 1024});
     co_return co_await h.join();
   }());
   EXPECT_EQ(touched, 3u);
@@ -517,7 +516,8 @@ TEST(FiberMisuse, ThisFiberOutsideAFiberIsALogicError) {
     this_fiber::await(uring::nop());
     ADD_FAILURE() << "await outside a fiber did not throw";
   } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("uring::this_fiber::await: not called from a fiber"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("uring::this_fiber::await: not called from a fiber"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW(this_fiber::yield(), std::logic_error);
@@ -555,12 +555,14 @@ void on_segv(int, siginfo_t* info, void*) {
   // first local, which sits under Boost's record and the first frames).
   const std::uintptr_t guard_low = top - kSmallStack - page;
   const std::uintptr_t guard_high = top - kSmallStack + 4 * page;
-  const char* msg = addr >= guard_low && addr < guard_high ? "fault in the guard page\n" : "fault elsewhere\n";
+  const char* msg =
+      addr >= guard_low && addr < guard_high ? "fault in the guard page\n" : "fault elsewhere\n";
   (void)!::write(2, msg, std::char_traits<char>::length(msg));
   ::_exit(addr >= guard_low && addr < guard_high ? 42 : 43);
 }
 
-volatile bool g_keep_going = true;  // the recursion ends only in the guard page, but the compiler must not know
+volatile bool g_keep_going =
+    true;  // the recursion ends only in the guard page, but the compiler must not know
 
 [[gnu::noinline]] int recurse(int depth) {
   volatile char frame[256];
@@ -581,14 +583,13 @@ void overflow_a_fiber() {
   ::sigaction(SIGSEGV, &sa, nullptr);
   executor ex;
   ex.run([]() -> task<void> {
-    auto h = spawn_fiber(
-        *executor::current(),
-        [] {
-          volatile char top = 0;
-          g_stack_top = reinterpret_cast<std::uintptr_t>(&top);
-          return recurse(top);
-        },
-        {.stack_size = kSmallStack});
+    auto h = spawn_fiber(*executor::current(),
+                         [] {
+                           volatile char top = 0;
+                           g_stack_top = reinterpret_cast<std::uintptr_t>(&top);
+                           return recurse(top);
+                         },
+                         {.stack_size = kSmallStack});
     (void)co_await h.join();
   }());
   ::_exit(1);  // not reached: the recursion never ends

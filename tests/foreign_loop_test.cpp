@@ -62,7 +62,7 @@ task<void> work(int rd, uring::event& ev, executor& other, std::latch& reading, 
   char c = 0;
   co_await uring::read(rd, uring::mutable_buffer(&c, 1));  // readiness, fed by another thread
   EXPECT_EQ(c, 'x');
-  co_await ev.wait();  // a notify from another thread
+  co_await ev.wait();                                              // a notify from another thread
   int there = co_await uring::submit_to(other, [] { return 7; });  // hops through another executor
   EXPECT_EQ(there, 7);
   while (!posted.load()) co_await uring::sleep_for(100us);
@@ -126,9 +126,9 @@ TEST_P(ForeignLoop, MessagesFromResumedCoroutinesLeaveInTheSamePoll) {
   uring::event ev;
   std::atomic<bool> done{false};
   uring::spawn(ex, hop_after_wait(ev, other.at(0), ex, done));
-  ex.poll();     // runs the coroutine up to its wait
-  ev.notify();   // completes the wait (natively on this thread's way out of the write)
-  ex.poll();     // reaps it: the coroutine sends itself to `other`
+  ex.poll();    // runs the coroutine up to its wait
+  ev.notify();  // completes the wait (natively on this thread's way out of the write)
+  ex.poll();    // reaps it: the coroutine sends itself to `other`
   EXPECT_TRUE(drive(ex, done)) << "the hop to another executor was left in the submission queue";
 }
 

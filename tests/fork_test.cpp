@@ -69,7 +69,8 @@ class read_in_flight {
     ex_.poll();
   }
   std::string finish() {
-    if (::write(pipe_.write_end.get(), "after", 5) != 5) throw std::system_error(errno, std::system_category(), "write");
+    if (::write(pipe_.write_end.get(), "after", 5) != 5)
+      throw std::system_error(errno, std::system_category(), "write");
     while (got_.empty()) ex_.poll();  // the kernel completes the read at once: no sleep, no timer
     return got_;
   }

@@ -241,19 +241,20 @@ TEST_P(Handles, SendsRacingTheTargetsDestructorEndWithEshutdown) {
   std::latch sending(1);
   std::promise<long> refused;
   executor_group senders(1, options());
-  uring::spawn(senders.at(0), [](executor_handle to, std::latch& started, std::promise<long>& out) -> task<void> {
-    long failures = 0;
-    for (long i = 0; failures == 0; ++i) {
-      try {
-        co_await uring::send(to, 1, static_cast<std::uint64_t>(i));
-      } catch (const std::system_error& e) {
-        EXPECT_EQ(e.code().value(), ESHUTDOWN) << e.what();
-        ++failures;
-      }
-      if (i == 100) started.count_down();
-    }
-    out.set_value(failures);
-  }(h, sending, refused));
+  uring::spawn(senders.at(0),
+               [](executor_handle to, std::latch& started, std::promise<long>& out) -> task<void> {
+                 long failures = 0;
+                 for (long i = 0; failures == 0; ++i) {
+                   try {
+                     co_await uring::send(to, 1, static_cast<std::uint64_t>(i));
+                   } catch (const std::system_error& e) {
+                     EXPECT_EQ(e.code().value(), ESHUTDOWN) << e.what();
+                     ++failures;
+                   }
+                   if (i == 100) started.count_down();
+                 }
+                 out.set_value(failures);
+               }(h, sending, refused));
   sending.wait();
   target.reset();
   EXPECT_EQ(refused.get_future().get(), 1);
@@ -420,7 +421,8 @@ task<void> hop_until_refused(executor& self, executor_handle to, const executor*
     c.attempts.fetch_add(1);
     try {
       if (by_submit) {
-        co_await uring::submit_to(to, [&c, target] { (executor::current() == target ? c.ran : c.wrong).fetch_add(1); });
+        co_await uring::submit_to(
+            to, [&c, target] { (executor::current() == target ? c.ran : c.wrong).fetch_add(1); });
       } else {
         co_await uring::resume_on(to);
         (executor::current() == target ? c.ran : c.wrong).fetch_add(1);

@@ -24,7 +24,9 @@ task<void> hop_then_record(Target to, bool by_submit, bool& suspended, int& err,
   try {
     suspended = true;  // set just before the hand-off: poll() returns after it
     if (by_submit) {
-      auto fn = [&fn_ran, kept] { fn_ran = true; };  // named: g++ 12 destroys a throwing co_await's temporary twice
+      auto fn = [&fn_ran, kept] {
+        fn_ran = true;
+      };  // named: g++ 12 destroys a throwing co_await's temporary twice
       co_await uring::submit_to(to, std::move(fn));
     } else {
       co_await uring::resume_on(to);
@@ -52,7 +54,8 @@ void expect_dropped_hop_comes_home(const executor_options& opts, Name name) {
     int err = 0;
     executor* resumed_on = nullptr;
     auto token = std::make_shared<int>(0);
-    uring::spawn(home, hop_then_record<decltype(name(*target))>(name(*target), by_submit, suspended, err, fn_ran, token, resumed_on));
+    uring::spawn(home, hop_then_record<decltype(name(*target))>(name(*target), by_submit, suspended, err,
+                                                                fn_ran, token, resumed_on));
     for (int i = 0; i < 100 && !suspended; ++i) home.poll();
     ASSERT_TRUE(suspended);
     home.poll();  // the turn's enter hands a MSG_RING over to the target's ring, where one is used

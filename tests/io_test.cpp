@@ -76,7 +76,7 @@ TEST_P(Io, FileReadsAndWritesAtOffsets) {
   auto f = temp_file();
   std::string got = run_body([&]() -> task<std::string> {
     co_await uring::write(f.get(), std::string_view("0123456789"), 0);
-    co_await uring::write(f.get(), std::string_view("abc"), 4);  // overwrite in the middle
+    co_await uring::write(f.get(), std::string_view("abc"), 4);   // overwrite in the middle
     co_await uring::write(f.get(), std::string_view("XYZ"), 20);  // past the end: leaves a hole
     std::array<char, 32> buf{};
     std::size_t n = co_await uring::read(f.get(), buf, 0);
@@ -139,7 +139,8 @@ TEST_P(Io, NothrowFormYieldsTheErrno) {
 }
 
 TEST_P(Io, WriteToAPipeWithNoReaderFailsWithEpipe) {
-  struct sigaction ignore {}, old{};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old), 0);
   pipe_pair p;
@@ -239,7 +240,8 @@ TEST_P(Io, PlainAndStoppableOperationsReachTheKernelInAwaitOrder) {
         ++count;
       };
       for (int i = 0; i < 4; ++i) {
-        uring::spawn(writer(p.write_end.get(), static_cast<char>('a' + i), pattern[i] == 'S', never.get_token(), done));
+        uring::spawn(writer(p.write_end.get(), static_cast<char>('a' + i), pattern[i] == 'S',
+                            never.get_token(), done));
       }
       while (done < 4) co_await uring::nop();
     }());

@@ -3,7 +3,6 @@
 
 #include <liburing.h>
 
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -110,8 +109,8 @@ TEST(KernelFeatures, ReportIsReadable) {
   EXPECT_NE(text.find("MSG_RING"), std::string::npos);
   EXPECT_NE(text.find("registered ring   yes"), std::string::npos);
   for (const char* line :
-       {"msg_ring          yes", "send_msg_ring     yes", "msg_ring flags    yes", "eventfd register  yes", "buffer ring       yes",
-        "multishot accept  yes", "multishot recv    yes", "send_zc           yes"}) {
+       {"msg_ring          yes", "send_msg_ring     yes", "msg_ring flags    yes", "eventfd register  yes",
+        "buffer ring       yes", "multishot accept  yes", "multishot recv    yes", "send_zc           yes"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " missing from\n" << text;
   }
 
@@ -251,11 +250,10 @@ TEST(KernelFeaturesJson, PlanExactly) {
   plan.msg_ring = true;
   plan.buf_ring = true;
   plan.notes = {"say \"no\" to C:\\temp", "second"};
-  EXPECT_EQ(
-      uring::to_json(plan),
-      "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
-      "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"allowed_ops\":[],"
-      "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
+  EXPECT_EQ(uring::to_json(plan),
+            "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
+            "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"allowed_ops\":[],"
+            "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
   emulated.backend = uring::backend_kind::emulated;
@@ -269,7 +267,8 @@ TEST(KernelFeaturesJson, PlanExactly) {
   restricted.allowed_ops = uring::op_allowlist{uring::op_kind::read, uring::op_kind::nop}.allow_msg_ring();
   EXPECT_EQ(uring::to_json(restricted),
             "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
-            "\"send_msg_ring\":false,\"buf_ring\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],\"notes\":[]}");
+            "\"send_msg_ring\":false,\"buf_ring\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],"
+            "\"notes\":[]}");
 }
 
 TEST(KernelFeaturesJson, StructureCheckCatchesBrokenJson) {

@@ -3,8 +3,8 @@
 // configuration (MSG_RING with CQE flags, the mailbox, DEFER_TASKRUN, emulated).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <fcntl.h>
+#include <atomic>
 
 #include <climits>
 #include <future>
@@ -48,7 +48,8 @@ task<long> receive_sequenced(long n, int senders) {
   for (long i = 0; i < n; ++i) {
     message m = co_await in.receive();
     auto who = static_cast<std::size_t>(m.data >> 32);
-    if (who >= next.size() || (m.data & 0xffffffff) != next[who] || m.value != static_cast<std::int32_t>(next[who] * 7)) {
+    if (who >= next.size() || (m.data & 0xffffffff) != next[who] ||
+        m.value != static_cast<std::int32_t>(next[who] * 7)) {
       ++bad;
     } else {
       ++next[who];
@@ -73,7 +74,8 @@ TEST_P(Messages, AllNinetySixBitsArrive) {
     for (int i = 0; i < 4; ++i) v.push_back(co_await in.receive());
     out.set_value(v);
   }(received));
-  const std::vector<message> sent = {{INT_MIN, ~std::uint64_t{0}}, {INT_MAX, 0}, {-1, 1}, {0, 0x8000000000000001}};
+  const std::vector<message> sent = {
+      {INT_MIN, ~std::uint64_t{0}}, {INT_MAX, 0}, {-1, 1}, {0, 0x8000000000000001}};
   run([](executor& b, const std::vector<message>& s) -> task<void> {
     for (const message& m : s) co_await uring::send(b, m.value, m.data);
   }(b, sent));
@@ -113,11 +115,13 @@ TEST_P(MessageSoak, FourExecutorsAllToAll) {
   executor_group group(4, options());
   std::vector<std::promise<long>> bad(4);
   for (std::size_t i = 0; i < 4; ++i) {
-    uring::spawn(group.at(i), [](executor_group& g, std::size_t me, long n, std::promise<long>& out) -> task<void> {
-      // Senders first (spawned, so they run beside this receiver), each to every executor, itself too.
-      for (std::size_t to = 0; to < 4; ++to) uring::spawn(send_sequenced(g.at(to), n, me));
-      out.set_value(co_await receive_sequenced(4 * n, 4));
-    }(group, i, per_pair, bad[i]));
+    uring::spawn(group.at(i),
+                 [](executor_group& g, std::size_t me, long n, std::promise<long>& out) -> task<void> {
+                   // Senders first (spawned, so they run beside this receiver), each to every executor,
+                   // itself too.
+                   for (std::size_t to = 0; to < 4; ++to) uring::spawn(send_sequenced(g.at(to), n, me));
+                   out.set_value(co_await receive_sequenced(4 * n, 4));
+                 }(group, i, per_pair, bad[i]));
   }
   for (auto& b : bad) EXPECT_EQ(b.get_future().get(), 0);
 }
@@ -125,7 +129,6 @@ TEST_P(MessageSoak, FourExecutorsAllToAll) {
 // A receiver whose thread stops turning: the sender gets exactly `window` messages out, then EAGAIN from
 // try_send and a suspended send; nothing is lost when the receiver comes back.
 TEST_P(Messages, StalledReceiverBoundsWhatPilesUp) {
-
   const long n = uring::test::scaled(200'000);
   executor_group group(1, with_window(kWindow));
   executor& b = group.at(0);
@@ -138,14 +141,16 @@ TEST_P(Messages, StalledReceiverBoundsWhatPilesUp) {
   std::promise<long> bad;
   run([](executor& b, long n, std::latch& resume, std::promise<long>& bad) -> task<void> {
     long accepted = 0;
-    while (!uring::try_send(b, static_cast<std::int32_t>(accepted * 7), static_cast<std::uint64_t>(accepted))) ++accepted;
+    while (!uring::try_send(b, static_cast<std::int32_t>(accepted * 7), static_cast<std::uint64_t>(accepted)))
+      ++accepted;
     EXPECT_EQ(accepted, kWindow) << "the credit window did not bound the stalled pair";
     EXPECT_EQ(uring::try_send(b, 0, 0), std::errc::resource_unavailable_try_again);
     uring::spawn(b, [](long n, std::promise<long>& out) -> task<void> {
       out.set_value(co_await receive_sequenced(n, 1));
     }(n, bad));
     resume.count_down();
-    for (long i = accepted; i < n; ++i) co_await uring::send(b, static_cast<std::int32_t>(i * 7), static_cast<std::uint64_t>(i));
+    for (long i = accepted; i < n; ++i)
+      co_await uring::send(b, static_cast<std::int32_t>(i * 7), static_cast<std::uint64_t>(i));
   }(b, n, resume, bad));
   EXPECT_EQ(bad.get_future().get(), 0);
 }
@@ -169,7 +174,9 @@ TEST_P(Messages, BlockedSendersGoInOrder) {
         co_await uring::send(b, i * 7, static_cast<std::uint64_t>(i));
       }(b, i));
     }
-    uring::spawn(b, [](std::promise<long>& out) -> task<void> { out.set_value(co_await receive_sequenced(20, 1)); }(bad));
+    uring::spawn(b, [](std::promise<long>& out) -> task<void> {
+      out.set_value(co_await receive_sequenced(20, 1));
+    }(bad));
     resume.count_down();
     co_await uring::when_all(std::move(blocked));  // started in order: they block in order
   }(b, resume, bad));
@@ -200,7 +207,9 @@ TEST_P(Messages, TargetStoppedMidStream) {
 TEST_P(Messages, ABurstLargerThanTheSubmissionQueueArrivesInOrder) {
   executor_group group(1, with_window(kWindow));
   std::promise<long> bad;
-  uring::spawn(group.at(0), [](std::promise<long>& out) -> task<void> { out.set_value(co_await receive_sequenced(kWindow, 1)); }(bad));
+  uring::spawn(group.at(0), [](std::promise<long>& out) -> task<void> {
+    out.set_value(co_await receive_sequenced(kWindow, 1));
+  }(bad));
   auto opts = options();
   opts.sq_entries = 4;
   executor a(opts);
@@ -219,13 +228,16 @@ TEST_P(Messages, ALongBurstLeavesInBatchesOf64) {
   constexpr long kBurst = 200;
   executor_group group(1, with_window(256));
   std::promise<long> bad;
-  uring::spawn(group.at(0), [](std::promise<long>& out) -> task<void> { out.set_value(co_await receive_sequenced(kBurst, 1)); }(bad));
-  executor a(options());  // the default SQ (256 entries) would hold the whole burst
+  uring::spawn(group.at(0), [](std::promise<long>& out) -> task<void> {
+    out.set_value(co_await receive_sequenced(kBurst, 1));
+  }(bad));
+  executor a(options());                          // the default SQ (256 entries) would hold the whole burst
   a.run(send_sequenced(group.at(0), kBurst, 0));  // the window lets all of them go without suspending
   EXPECT_EQ(bad.get_future().get(), 0);
   EXPECT_EQ(a.stats().raw_messages_sent, static_cast<std::uint64_t>(kBurst));
   if (a.plan().msg_ring && a.plan().backend == uring::backend_kind::native && group.at(0).plan().msg_ring) {
-    EXPECT_GE(a.stats().sq_full_flushes, static_cast<std::uint64_t>(kBurst / 64)) << "the burst left in fewer, larger batches";
+    EXPECT_GE(a.stats().sq_full_flushes, static_cast<std::uint64_t>(kBurst / 64))
+        << "the burst left in fewer, larger batches";
   }
 }
 
@@ -249,7 +261,8 @@ TEST_P(Messages, ASenderWithNothingDeliveredIsToldAtSettlement) {
     co_await uring::nop();  // reaps the target's settlement
     out = uring::try_send(target, 6, 66);
   }(b, after));
-  EXPECT_EQ(b.stats().raw_messages_received + a.stats().messages_failed, 1u) << "the message vanished unreported";
+  EXPECT_EQ(b.stats().raw_messages_received + a.stats().messages_failed, 1u)
+      << "the message vanished unreported";
   EXPECT_EQ(after.value(), ESHUTDOWN) << after.message();
 }
 
@@ -336,7 +349,8 @@ TEST_P(Messages, FdPassingDeliversOrCloses) {
   const int d = dropped.write_end.get();
   {
     executor target(options());
-    std::thread poster([&] { uring::spawn(target, write_there(uring::owned_fd(dropped.write_end.release()), never)); });
+    std::thread poster(
+        [&] { uring::spawn(target, write_there(uring::owned_fd(dropped.write_end.release()), never)); });
     poster.join();
   }  // destroyed before it ever ran the task
   EXPECT_FALSE(is_open(d)) << "a dropped hand-off leaked its fd";
@@ -349,9 +363,7 @@ TEST_P(Messages, MisuseFailsClearly) {
   EXPECT_THROW((void)in.try_receive(), std::logic_error);
   // Awaited from a coroutine on another executor: the same error, from the co_await, and nothing parked
   // on the inbox's executor (a later message there finds no stale waiter).
-  run([](inbox& other) -> task<void> {
-    EXPECT_THROW((void)co_await other.receive(), std::logic_error);
-  }(in));
+  run([](inbox& other) -> task<void> { EXPECT_THROW((void)co_await other.receive(), std::logic_error); }(in));
   ex.run([]() -> task<void> {
     executor& self = *executor::current();
     co_await uring::send(self, 7, 77);

@@ -110,17 +110,18 @@ TEST_P(Messaging, ResumeOnMovesTheCoroutineBetweenThreads) {
   std::latch done(1);
   executor& a = group.at(0);
   executor& b = group.at(1);
-  uring::spawn(a, [](executor& home, executor& other, std::array<std::thread::id, 4>& out,
-                     std::latch& l) -> task<void> {
-    out[0] = this_id();
-    co_await uring::resume_on(other);
-    out[1] = this_id();
-    co_await uring::nop();  // an operation on the other executor's ring
-    out[2] = this_id();
-    co_await uring::resume_on(home);
-    out[3] = this_id();
-    l.count_down();
-  }(a, b, ids, done));
+  uring::spawn(
+      a,
+      [](executor& home, executor& other, std::array<std::thread::id, 4>& out, std::latch& l) -> task<void> {
+        out[0] = this_id();
+        co_await uring::resume_on(other);
+        out[1] = this_id();
+        co_await uring::nop();  // an operation on the other executor's ring
+        out[2] = this_id();
+        co_await uring::resume_on(home);
+        out[3] = this_id();
+        l.count_down();
+      }(a, b, ids, done));
   done.wait();
   EXPECT_NE(ids[0], ids[1]);
   EXPECT_EQ(ids[1], ids[2]);
@@ -144,16 +145,17 @@ TEST_P(Messaging, AGroupStoppedWhileCoroutinesHopBetweenItsMembersJoinsCleanly) 
     {
       executor_group group(2, options());
       for (int i = 0; i < 8; ++i) {
-        uring::spawn(group.at(0), [](executor& a, executor& b, std::atomic<int>& up, std::atomic<int>& n,
-                                     std::atomic<long>& h) -> task<void> {
-          sentinel s{n};
-          up.fetch_add(1);
-          for (;;) {
-            co_await uring::resume_on(b);
-            co_await uring::resume_on(a);
-            h.fetch_add(1, std::memory_order_relaxed);
-          }
-        }(group.at(0), group.at(1), started, destroyed, hops));
+        uring::spawn(group.at(0),
+                     [](executor& a, executor& b, std::atomic<int>& up, std::atomic<int>& n,
+                        std::atomic<long>& h) -> task<void> {
+                       sentinel s{n};
+                       up.fetch_add(1);
+                       for (;;) {
+                         co_await uring::resume_on(b);
+                         co_await uring::resume_on(a);
+                         h.fetch_add(1, std::memory_order_relaxed);
+                       }
+                     }(group.at(0), group.at(1), started, destroyed, hops));
       }
       while (started.load() < 8 || hops.load(std::memory_order_relaxed) < 100) std::this_thread::yield();
       group.stop();
@@ -176,27 +178,28 @@ TEST_P(Messaging, SubmitToReturnsValuesAndExceptions) {
   int sum = 0;
   std::string error;
   bool came_back_home = false;
-  uring::spawn(group.at(0), [](executor& other, int& out, std::string& err, bool& home_again,
-                               std::latch& l) -> task<void> {
-    auto home = this_id();
-    std::thread::id there;
-    out = co_await uring::submit_to(other, [&] {
-      there = this_id();
-      return 40;
-    });
-    out += co_await uring::submit_to(other, []() -> task<int> {
-      co_await uring::nop();
-      co_return 2;
-    });
-    try {
-      co_await uring::submit_to(other, []() -> int { throw std::runtime_error("failed there"); });
-    } catch (const std::runtime_error& e) {
-      err = e.what();
-    }
-    co_await uring::submit_to(other, [] {});  // void
-    home_again = this_id() == home && there != home;
-    l.count_down();
-  }(group.at(1), sum, error, came_back_home, done));
+  uring::spawn(
+      group.at(0),
+      [](executor& other, int& out, std::string& err, bool& home_again, std::latch& l) -> task<void> {
+        auto home = this_id();
+        std::thread::id there;
+        out = co_await uring::submit_to(other, [&] {
+          there = this_id();
+          return 40;
+        });
+        out += co_await uring::submit_to(other, []() -> task<int> {
+          co_await uring::nop();
+          co_return 2;
+        });
+        try {
+          co_await uring::submit_to(other, []() -> int { throw std::runtime_error("failed there"); });
+        } catch (const std::runtime_error& e) {
+          err = e.what();
+        }
+        co_await uring::submit_to(other, [] {});  // void
+        home_again = this_id() == home && there != home;
+        l.count_down();
+      }(group.at(1), sum, error, came_back_home, done));
   done.wait();
   EXPECT_EQ(sum, 42);
   EXPECT_EQ(error, "failed there");
@@ -228,13 +231,14 @@ TEST_P(Messaging, StoppingWithCoroutinesParkedOnAnotherRingIsSafe) {
   {
     executor_group group(2, options());
     for (int i = 0; i < 4; ++i) {
-      uring::spawn(group.at(0), [](executor& other, int fd, std::atomic<int>& n, std::latch& l) -> task<void> {
-        sentinel s{n};
-        co_await uring::resume_on(other);
-        l.count_down();
-        char buf[1];
-        co_await uring::read(fd, buf);  // parked on the other executor's ring
-      }(group.at(1), p.read_end.get(), destroyed, parked));
+      uring::spawn(group.at(0),
+                   [](executor& other, int fd, std::atomic<int>& n, std::latch& l) -> task<void> {
+                     sentinel s{n};
+                     co_await uring::resume_on(other);
+                     l.count_down();
+                     char buf[1];
+                     co_await uring::read(fd, buf);  // parked on the other executor's ring
+                   }(group.at(1), p.read_end.get(), destroyed, parked));
     }
     parked.wait();
   }  // stop + join
@@ -306,7 +310,8 @@ TEST_P(Messaging, HandOffsUseMsgRingWhereBothSidesCan) {
   group.join();  // the executors stay readable until the group goes
   auto sent = group.at(0).stats().messages_sent_by_ring + group.at(1).stats().messages_sent_by_ring;
   auto received = group.at(0).stats().messages_received + group.at(1).stats().messages_received;
-  bool ring_road = options().backend == uring::backend_kind::native && !options().disable.contains(uring::feature::msg_ring);
+  bool ring_road = options().backend == uring::backend_kind::native &&
+                   !options().disable.contains(uring::feature::msg_ring);
   if (ring_road) {
     EXPECT_EQ(sent, static_cast<std::uint64_t>(hops));
     EXPECT_EQ(received, static_cast<std::uint64_t>(hops));

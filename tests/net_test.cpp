@@ -30,14 +30,14 @@ namespace {
 
 using namespace std::chrono_literals;
 using uring::task;
-using uring::test::open_fd_count;
-using uring::test::pattern;
-using uring::test::read_to_end;
-using uring::test::send_and_end;
 using uring::net::address;
 using uring::net::tcp_listener;
 using uring::net::tcp_stream;
 using uring::net::udp_socket;
+using uring::test::open_fd_count;
+using uring::test::pattern;
+using uring::test::read_to_end;
+using uring::test::send_and_end;
 
 // Raises the soft RLIMIT_NOFILE to at least `n` for the test's lifetime.
 class nofile_limit {
@@ -128,7 +128,8 @@ TEST(Address, RejectsBadInputSayingWhatIsWrong) {
     }
     return "(accepted)";
   };
-  EXPECT_EQ(message("127.0.0.1"), "address \"127.0.0.1\": missing ':port' (use host:port, [v6]:port or unix:path)");
+  EXPECT_EQ(message("127.0.0.1"),
+            "address \"127.0.0.1\": missing ':port' (use host:port, [v6]:port or unix:path)");
   EXPECT_EQ(message("127.0.0.1:"), "address \"127.0.0.1:\": missing port after ':'");
   EXPECT_EQ(message("127.0.0.1:http"), "address \"127.0.0.1:http\": the port is not a number");
   EXPECT_EQ(message("127.0.0.1:70000"), "address \"127.0.0.1:70000\": the port is out of range (0-65535)");
@@ -139,7 +140,8 @@ TEST(Address, RejectsBadInputSayingWhatIsWrong) {
   EXPECT_EQ(message("[::1]"), "address \"[::1]\": missing ':port' after ']'");
   EXPECT_EQ(message("[zz::1]:80"), "address \"[zz::1]:80\": not an IPv6 address inside [ ]");
   EXPECT_EQ(message("unix:"), "address \"\": empty unix socket path");
-  EXPECT_EQ(message("unix:" + std::string(120, 'x')).find("longer than 107 bytes") != std::string::npos, true);
+  EXPECT_EQ(message("unix:" + std::string(120, 'x')).find("longer than 107 bytes") != std::string::npos,
+            true);
   EXPECT_EQ(message(""), "address \"\": empty address");
   // A NUL byte would end the text for inet_pton and the kernel, which would take a prefix (found by
   // fuzz/address_fuzz): refused. In an abstract name it is just a byte, and round-trips.
@@ -438,7 +440,7 @@ TEST_P(Net, ALateStopFromAnotherThreadNeverCancelsALaterAccept) {
     for (int i = 0; i < rounds; ++i) {
       std::stop_source stop;
       uring::spawn(connect_three(l.local_address(), &clients, &connected));  // starts once we wait below
-      std::thread stopper([&stop] { stop.request_stop(); });  // races the first next()
+      std::thread stopper([&stop] { stop.request_stop(); });                 // races the first next()
       int got = 0;
       try {
         accepted.push_back(co_await connections.next(stop.get_token()));
@@ -472,26 +474,28 @@ TEST_P(NetSoak, AcceptStreamTakesAThousandConnections) {
   if (!limit.enough()) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below 4096";
   const int kCount = 1000;
   auto listener = tcp_listener::bind(loopback());
-  auto [accepted, connected] = run([](const tcp_listener& l, int count) -> task<std::pair<std::set<int>, std::set<int>>> {
-    std::set<int> accepted_ports, connected_ports;
-    std::vector<tcp_stream> keep;
-    auto client = [](address to, int count, std::set<int>* ports, std::vector<tcp_stream>* keep) -> task<void> {
-      for (int i = 0; i < count; ++i) {
-        tcp_stream s = co_await tcp_stream::connect_to(to);
-        ports->insert(s.local_address().port());
-        keep->push_back(std::move(s));
-      }
-    };
-    uring::spawn(client(l.local_address(), count, &connected_ports, &keep));
-    auto connections = l.accept_all();
-    std::vector<tcp_stream> streams;
-    for (int i = 0; i < count; ++i) {
-      streams.push_back(co_await connections.next());
-      accepted_ports.insert(streams.back().peer_address().port());
-    }
-    while (static_cast<int>(keep.size()) < count) co_await uring::nop();
-    co_return std::pair{accepted_ports, connected_ports};
-  }(listener, kCount));
+  auto [accepted, connected] =
+      run([](const tcp_listener& l, int count) -> task<std::pair<std::set<int>, std::set<int>>> {
+        std::set<int> accepted_ports, connected_ports;
+        std::vector<tcp_stream> keep;
+        auto client = [](address to, int count, std::set<int>* ports,
+                         std::vector<tcp_stream>* keep) -> task<void> {
+          for (int i = 0; i < count; ++i) {
+            tcp_stream s = co_await tcp_stream::connect_to(to);
+            ports->insert(s.local_address().port());
+            keep->push_back(std::move(s));
+          }
+        };
+        uring::spawn(client(l.local_address(), count, &connected_ports, &keep));
+        auto connections = l.accept_all();
+        std::vector<tcp_stream> streams;
+        for (int i = 0; i < count; ++i) {
+          streams.push_back(co_await connections.next());
+          accepted_ports.insert(streams.back().peer_address().port());
+        }
+        while (static_cast<int>(keep.size()) < count) co_await uring::nop();
+        co_return std::pair{accepted_ports, connected_ports};
+      }(listener, kCount));
   EXPECT_EQ(accepted.size(), static_cast<std::size_t>(kCount));
   EXPECT_EQ(accepted, connected);
 }
@@ -617,7 +621,8 @@ TEST_P(NetSoak, AThousandConcurrentEchoClientsByteExact) {
       if (back == payload) ++*ok;
       ++*finished;
     };
-    for (int i = 0; i < count; ++i) uring::spawn(client(l.local_address(), static_cast<unsigned>(i), &ok, &finished));
+    for (int i = 0; i < count; ++i)
+      uring::spawn(client(l.local_address(), static_cast<unsigned>(i), &ok, &finished));
     while (finished < count) co_await uring::sleep_for(1ms);
     co_return ok;
   }(listener, kCount));

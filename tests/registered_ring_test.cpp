@@ -20,8 +20,9 @@ struct enter_call {
 // Runs the helper under strace and returns every io_uring_enter call it made.
 std::vector<enter_call> traced_enters(const std::string& helper_args) {
   // LeakSanitizer cannot run under ptrace; the leak checks run on the helper's own tests elsewhere.
-  std::string cmd = "ASAN_OPTIONS=detect_leaks=0 " + std::string(URING_STRACE) + " -f -X raw -e trace=io_uring_enter,prctl -o /dev/stdout " +
-                    URING_ENTER_FLAGS_HELPER + " " + helper_args + " 2>&1";
+  std::string cmd = "ASAN_OPTIONS=detect_leaks=0 " + std::string(URING_STRACE) +
+                    " -f -X raw -e trace=io_uring_enter,prctl -o /dev/stdout " + URING_ENTER_FLAGS_HELPER +
+                    " " + helper_args + " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) return {};
   std::vector<enter_call> calls;
@@ -32,7 +33,8 @@ std::vector<enter_call> traced_enters(const std::string& helper_args) {
   while (std::fgets(line, sizeof line, pipe) != nullptr) {
     if (std::strstr(line, "enters-start") != nullptr) started = true;
     std::cmatch m;
-    if (started && std::regex_search(line, m, kCall)) calls.push_back({std::stoul(m[4].str(), nullptr, 0), line});
+    if (started && std::regex_search(line, m, kCall))
+      calls.push_back({std::stoul(m[4].str(), nullptr, 0), line});
   }
   EXPECT_TRUE(started) << "the helper's enters-start marker is missing from the trace";
   EXPECT_EQ(::pclose(pipe), 0) << "helper or strace failed: " << cmd;
@@ -79,8 +81,10 @@ TEST(RegisteredRing, SlotsExhaustedFallsBackToThePlainFdAndCounts) {
   EXPECT_FALSE(plan.register_ring_fd);
   bool said_why = false;
   for (const auto& note : plan.notes) {
-    said_why = said_why || (note.find("registered ring fd: ") == 0 && note.find("EBUSY") != std::string::npos &&
-                            note.find("16 slots") != std::string::npos && note.find("plain ring fd") != std::string::npos);
+    said_why =
+        said_why ||
+        (note.find("registered ring fd: ") == 0 && note.find("EBUSY") != std::string::npos &&
+         note.find("16 slots") != std::string::npos && note.find("plain ring fd") != std::string::npos);
   }
   EXPECT_TRUE(said_why) << uring::to_string(plan);
   EXPECT_TRUE(executors.front()->plan().register_ring_fd);

@@ -7,7 +7,8 @@
 //   child_result run_with_syscall_blocked(nr, err, body)   the same, with system call `nr` failing with `err`
 //   child_result run_with_io_uring_blocked(err, body)      ... with io_uring_setup failing with `err`
 //   int block_syscall(nr, err)                             install such a filter in the calling process
-//   int exec_program(argv)                                 execv for use inside a body (returns only on failure)
+//   int exec_program(argv)                                 execv for use inside a body (returns only on
+//   failure)
 // Threads: call from a test's main thread, while no other thread of the test runs.
 //
 // The body runs in the child and its int becomes the child's exit status. It must report through its exit

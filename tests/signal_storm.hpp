@@ -58,7 +58,8 @@ class signal_storm {
   signal_storm() {
 #ifdef URING_TEST_TSAN
     const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (tunables == nullptr || std::string(tunables).find("glibc.pthread.stack_cache_size=") == std::string::npos) {
+    if (tunables == nullptr ||
+        std::string(tunables).find("glibc.pthread.stack_cache_size=") == std::string::npos) {
       throw std::runtime_error(
           "signal_storm under TSan needs GLIBC_TUNABLES=glibc.pthread.stack_cache_size=0x100000000 (the tsan "
           "test preset sets it): without it TSan can deadlock in pthread_join (see signal_storm.hpp)");
@@ -168,7 +169,7 @@ class storm_backend_test : public backend_test {
 }  // namespace uring::test
 
 // Instantiates `suite` (a storm_backend_test) over `configs`, each quiet and under the storm.
-#define INSTANTIATE_STORM_BACKENDS(suite, configs)                                                             \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                                   \
+#define INSTANTIATE_STORM_BACKENDS(suite, configs)                                                   \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                                          \
                            ::testing::ValuesIn(uring::test::with_and_without_signal_storm(configs)), \
                            [](const auto& test_info) { return test_info.param.name; })

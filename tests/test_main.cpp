@@ -61,7 +61,8 @@ class fd_leak_listener : public ::testing::EmptyTestEventListener {
       leaked += "\n  fd " + std::to_string(fd) + " -> " + target_of(fd);
     }
     if (!leaked.empty()) {
-      ADD_FAILURE() << "file descriptors opened during the test are still open at its end (fd_leak.hpp):" << leaked;
+      ADD_FAILURE() << "file descriptors opened during the test are still open at its end (fd_leak.hpp):"
+                    << leaked;
     }
   }
 

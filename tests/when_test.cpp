@@ -61,7 +61,8 @@ TEST_P(When, AllOverAVector) {
   }());
   ASSERT_EQ(values.size(), 50u);
   for (int i = 0; i < 50; ++i) EXPECT_EQ(values[static_cast<std::size_t>(i)], i);
-  auto empty = run([]() -> task<std::vector<int>> { co_return co_await uring::when_all(std::vector<task<int>>{}); }());
+  auto empty =
+      run([]() -> task<std::vector<int>> { co_return co_await uring::when_all(std::vector<task<int>>{}); }());
   EXPECT_TRUE(empty.empty());
 }
 
@@ -96,10 +97,9 @@ TEST_P(When, AnyWithTheSameTypesTellsWhichWon) {
 
 TEST_P(When, AnyRethrowsAWinningException) {
   pipe_pair p;
-  EXPECT_THROW(run([&]() -> task<void> {
-                 co_await uring::when_any(read_pipe(p.read_end.get()), fail_after(2ms));
-               }()),
-               std::runtime_error);
+  EXPECT_THROW(
+      run([&]() -> task<void> { co_await uring::when_any(read_pipe(p.read_end.get()), fail_after(2ms)); }()),
+      std::runtime_error);
 }
 
 TEST_P(When, AnyAsADeadlineOnAWholeTask) {
@@ -144,7 +144,7 @@ TEST_P(When, NestedGroups) {
   auto r = run([]() -> task<int> {
     auto inner = []() -> task<int> {
       auto [a, b] = co_await uring::when_all(value_after(2, 1ms), value_after(3, 2ms));
-      co_return a * b;
+      co_return a* b;
     };
     auto v = co_await uring::when_any(inner(), value_after(-1, 2s));
     co_return std::get<0>(v);

@@ -17,7 +17,7 @@ namespace uring {
 namespace detail {
 template <class R>
 concept byte_range = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                     sizeof(std::ranges::range_value_t<R>) == 1 &&
+                         sizeof(std::ranges::range_value_t<R>) == 1 &&
                      std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
 
 template <class R>
@@ -30,8 +30,8 @@ class mutable_buffer {
   constexpr mutable_buffer() noexcept = default;
   constexpr mutable_buffer(void* data, std::size_t size) noexcept : data_(data), size_(size) {}
   template <detail::mutable_byte_range R>
-    requires(!std::is_same_v<std::remove_cvref_t<R>, mutable_buffer>)
-  constexpr mutable_buffer(R&& range) noexcept  // NOLINT(google-explicit-constructor)
+  requires(!std::is_same_v<std::remove_cvref_t<R>, mutable_buffer>) constexpr mutable_buffer(
+      R&& range) noexcept  // NOLINT(google-explicit-constructor)
       : data_(std::ranges::data(range)), size_(std::ranges::size(range)) {}
 
   [[nodiscard]] constexpr void* data() const noexcept { return data_; }
@@ -49,9 +49,11 @@ class const_buffer {
   constexpr const_buffer(mutable_buffer b) noexcept  // NOLINT(google-explicit-constructor)
       : data_(b.data()), size_(b.size()) {}
   template <detail::byte_range R>
-    requires(!std::is_same_v<std::remove_cvref_t<R>, const_buffer> &&
-             !std::is_same_v<std::remove_cvref_t<R>, mutable_buffer>)
-  constexpr const_buffer(R&& range) noexcept  // NOLINT(google-explicit-constructor)
+  requires(
+      !std::is_same_v<std::remove_cvref_t<R>, const_buffer> &&
+      !std::is_same_v<
+          std::remove_cvref_t<R>,
+          mutable_buffer>) constexpr const_buffer(R&& range) noexcept  // NOLINT(google-explicit-constructor)
       : data_(std::ranges::data(range)), size_(std::ranges::size(range)) {}
 
   [[nodiscard]] constexpr const void* data() const noexcept { return data_; }

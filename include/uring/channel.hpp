@@ -88,8 +88,9 @@ class channel {
       suspended_ = false;
       if (error_ != 0) {
         throw std::system_error(error_, std::system_category(),
-                                error_ == EPIPE ? "uring::channel::send: the channel is closed"
-                                                : "uring::channel::send: the receiving executor no longer accepts work");
+                                error_ == EPIPE
+                                    ? "uring::channel::send: the channel is closed"
+                                    : "uring::channel::send: the receiving executor no longer accepts work");
       }
     }
 
@@ -132,7 +133,7 @@ class channel {
    private:
     friend class channel;
     channel* ch_;
-    std::optional<T> result_;  // written by the waker before it posts this node
+    std::optional<T> result_;         // written by the waker before it posts this node
     std::coroutine_handle<> handle_;  // set when the receive parks
     bool suspended_ = false;
   };
@@ -263,7 +264,7 @@ class channel {
     parked_ = nullptr;
     // The doorbell rides the waker's own ring (MSG_RING, no syscall of its own) where it can.
     if (detail::executor_access::send(receiver_, r)) return true;  // r may be running already: hands off
-    value = std::move(*r.result_);  // its executor is shutting down: undo
+    value = std::move(*r.result_);                                 // its executor is shutting down: undo
     r.result_.reset();
     parked_ = &r;  // its frame's destruction takes it out
     return false;
@@ -347,7 +348,7 @@ class channel {
       w.state_ = send_awaiter::state::done;
       executor& to = *w.executor_;
       const bool to_asleep = detail::executor_access::asleep(to);  // before the send: then w and to may go
-      if (detail::executor_access::send(to, w)) {  // w may be running already
+      if (detail::executor_access::send(to, w)) {                  // w may be running already
         wake_now |= to_asleep;
         continue;
       }
@@ -387,14 +388,14 @@ class channel {
   }
   // Senders' line: written on every send, under the mutex.
   alignas(64) detail::spin_lock mutex_;
-  std::vector<T> queue_;            // accepted values, oldest first; with in_local_, at most capacity_
-  send_awaiter* head_ = nullptr;    // blocked senders, oldest first; only while the channel is full
+  std::vector<T> queue_;          // accepted values, oldest first; with in_local_, at most capacity_
+  send_awaiter* head_ = nullptr;  // blocked senders, oldest first; only while the channel is full
   send_awaiter* tail_ = nullptr;
   receive_awaiter* parked_ = nullptr;  // only while queue_ and local_ are empty
   bool closed_ = false;
   // Read by both sides, written rarely: the receiver every publish_every_ values, a sender when it blocks.
   alignas(64) std::atomic<std::size_t> in_local_{0};  // local_'s size as last published (never below it)
-  std::atomic<bool> blocked_{false};  // head_ != nullptr, for the receiver's lock-free path
+  std::atomic<bool> blocked_{false};                  // head_ != nullptr, for the receiver's lock-free path
   executor& receiver_;
   const std::size_t capacity_;
   const std::size_t publish_every_;
@@ -413,8 +414,8 @@ class channel {
     }
   };
   alignas(64) batch local_;
-  std::size_t unpublished_ = 0;      // values taken from local_ since in_local_ was last published
-  bool woke_early_ = false;          // accept_senders pushed a doorbell out since the receiver last parked
+  std::size_t unpublished_ = 0;  // values taken from local_ since in_local_ was last published
+  bool woke_early_ = false;      // accept_senders pushed a doorbell out since the receiver last parked
 };
 
 }  // namespace uring

@@ -44,8 +44,8 @@
 #include "uring/buffer.hpp"
 #include "uring/detail/io_awaitable.hpp"
 #include "uring/detail/remote.hpp"
-#include "uring/io.hpp"
 #include "uring/executor.hpp"
+#include "uring/io.hpp"
 #include "uring/spawn.hpp"
 #include "uring/task.hpp"
 
@@ -61,7 +61,8 @@ namespace detail {
 // Throws std::system_error(err) naming `call(arg)`. ENXIO and ENFILE say what to change about the table
 // (the running executor's, or with `target` send_direct's target's); `ebadf` says what EBADF means for
 // this call (null: the kernel's words only).
-[[noreturn]] void throw_direct_error(int err, const char* call, long arg, const char* ebadf, bool target = false);
+[[noreturn]] void throw_direct_error(int err, const char* call, long arg, const char* ebadf,
+                                     bool target = false);
 
 // A direct descriptor on its way to another executor, and what runs there once it has a slot.
 struct direct_handoff : remote_node {
@@ -92,7 +93,7 @@ task<void> send_direct(const executor_handle& target, direct_fd f, std::unique_p
 // What send_direct runs on the target: fn(slot) returning void, or a task<void> spawned there.
 template <class Fn>
 concept slot_function = std::is_void_v<std::invoke_result_t<Fn&, direct_fd>> ||
-                        std::is_same_v<std::invoke_result_t<Fn&, direct_fd>, task<void>>;
+    std::is_same_v<std::invoke_result_t<Fn&, direct_fd>, task<void>>;
 }  // namespace detail
 
 // Installs a reference to `fd`'s file in a free slot of the running executor's table; yields the slot.
@@ -116,12 +117,12 @@ task<void> send_direct(const executor_handle& target, direct_fd f, Fn fn) {
 
 // As read and write on a plain fd (uring/io.hpp), on the file in slot `f` (IOSQE_FIXED_FILE).
 inline detail::io_awaitable<std::size_t> read(direct_fd f, mutable_buffer buf,
-                                               std::uint64_t offset = current_position) noexcept {
-  return detail::rw("read", detail::op_code::read, true, static_cast<std::int32_t>(f.index), buf.data(), buf.size(),
-                    offset);
+                                              std::uint64_t offset = current_position) noexcept {
+  return detail::rw("read", detail::op_code::read, true, static_cast<std::int32_t>(f.index), buf.data(),
+                    buf.size(), offset);
 }
 inline detail::io_awaitable<std::size_t> write(direct_fd f, const_buffer buf,
-                                                std::uint64_t offset = current_position) noexcept {
+                                               std::uint64_t offset = current_position) noexcept {
   return detail::rw("write", detail::op_code::write, true, static_cast<std::int32_t>(f.index),
                     const_cast<void*>(buf.data()), buf.size(), offset);
 }
@@ -132,14 +133,22 @@ inline detail::io_awaitable<std::size_t> write(direct_fd f, const_buffer buf,
 // adds MSG_NOSIGNAL: a peer that is gone is an EPIPE error, never a SIGPIPE. Each yields the byte
 // count; recv 0 once the peer has shut its side down.
 inline detail::io_awaitable<std::size_t> recv(direct_fd f, mutable_buffer buf, int flags = 0) noexcept {
-  return {"recv", {.code = detail::op_code::recv, .direct = true, .fd = static_cast<std::int32_t>(f.index),
-                   .len = detail::clamp_len(buf.size()), .op_flags = static_cast<std::uint32_t>(flags),
-                   .addr = buf.data()}};
+  return {"recv",
+          {.code = detail::op_code::recv,
+           .direct = true,
+           .fd = static_cast<std::int32_t>(f.index),
+           .len = detail::clamp_len(buf.size()),
+           .op_flags = static_cast<std::uint32_t>(flags),
+           .addr = buf.data()}};
 }
 inline detail::io_awaitable<std::size_t> send(direct_fd f, const_buffer buf, int flags = 0) noexcept {
-  return {"send", {.code = detail::op_code::send, .direct = true, .fd = static_cast<std::int32_t>(f.index),
-                   .len = detail::clamp_len(buf.size()), .op_flags = static_cast<std::uint32_t>(flags | MSG_NOSIGNAL),
-                   .addr = const_cast<void*>(buf.data())}};
+  return {"send",
+          {.code = detail::op_code::send,
+           .direct = true,
+           .fd = static_cast<std::int32_t>(f.index),
+           .len = detail::clamp_len(buf.size()),
+           .op_flags = static_cast<std::uint32_t>(flags | MSG_NOSIGNAL),
+           .addr = const_cast<void*>(buf.data())}};
 }
 
 }  // namespace uring

@@ -63,7 +63,9 @@ class eventfd_registration {
   }
   // Pauses (false) or resumes (true) the signals without giving up the slot (io_uring_cq_eventfd_toggle,
   // kernel 5.8). From a coroutine on any executor. Throws std::system_error(ENXIO) if not registered.
-  detail::owner_call<detail::enable_eventfd_fn> enable(bool on) const noexcept { return {ex_, {ex_, id_, on}}; }
+  detail::owner_call<detail::enable_eventfd_fn> enable(bool on) const noexcept {
+    return {ex_, {ex_, id_, on}};
+  }
 
  private:
   friend struct detail::register_eventfd_fn;

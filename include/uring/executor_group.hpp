@@ -33,8 +33,8 @@ class executor_group {
   executor_group& operator=(const executor_group&) = delete;
 
   [[nodiscard]] std::size_t size() const noexcept;
-  [[nodiscard]] executor& at(std::size_t i);      // std::out_of_range past size()
-  [[nodiscard]] executor& next() noexcept;         // round robin, any thread
+  [[nodiscard]] executor& at(std::size_t i);  // std::out_of_range past size()
+  [[nodiscard]] executor& next() noexcept;    // round robin, any thread
 
   // Asks every executor to stop; returns at once. Work posted afterwards is refused (ESHUTDOWN).
   void stop() noexcept;

@@ -90,10 +90,11 @@ struct handle_target {
 // uring::send / try_send (uring/message.hpp) to the executor a handle names: the same order, window and
 // errors, plus ESHUTDOWN once that executor is gone.
 inline detail::send_awaitable<detail::handle_target> send(const executor_handle& target, std::int32_t value,
-                                                         std::uint64_t data) noexcept {
+                                                          std::uint64_t data) noexcept {
   return {detail::handle_target{target.id()}, message{value, data}};
 }
-inline std::error_code try_send(const executor_handle& target, std::int32_t value, std::uint64_t data) noexcept {
+inline std::error_code try_send(const executor_handle& target, std::int32_t value,
+                                std::uint64_t data) noexcept {
   return detail::message_error(detail::try_send_to_handle(target.id(), message{value, data}));
 }
 

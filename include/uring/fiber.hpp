@@ -121,7 +121,9 @@ std::coroutine_handle<> suspend_on(void* awaiter, parked_await::driver_handle dr
 }
 
 template <class A>
-concept has_member_co_await = requires(A&& a) { static_cast<A&&>(a).operator co_await(); };
+concept has_member_co_await = requires(A&& a) {
+  static_cast<A&&>(a).operator co_await();
+};
 
 template <class Aw>
 decltype(auto) await_on(fiber_context& f, Aw& aw) {

@@ -26,17 +26,19 @@ namespace uring {
 struct executor_plan;  // uring/plan.hpp
 
 struct kernel_features {
-  std::string kernel_release;   // uname -r
-  bool io_uring_usable = false;  // io_uring_setup succeeded
-  int setup_errno = 0;           // when not usable: the errno io_uring_setup returned
-  std::string reason;            // when not usable: why, and what to do about it
-  std::uint32_t feature_bits = 0;            // IORING_FEAT_* reported by io_uring_setup
-  std::bitset<256> opcodes;                  // IORING_OP_* the kernel supports
-  bool registered_ring_fd = false;           // io_uring_register_ring_fd works (kernel 5.18+)
-  ring_flags setup_flags = ring_flags::none;  // setup flags the kernel accepted (defer_taskrun: with single_issuer)
-  bool msg_ring = false;          // an IORING_OP_MSG_RING round trip between two rings worked (5.18+)
-  bool send_msg_ring = false;     // IORING_REGISTER_SEND_MSG_RING (ring-less senders, 6.13+)
-  bool msg_ring_flags_pass = false;  // IORING_MSG_RING_FLAGS_PASS: the sender sets the target CQE's flags (6.3+)
+  std::string kernel_release;       // uname -r
+  bool io_uring_usable = false;     // io_uring_setup succeeded
+  int setup_errno = 0;              // when not usable: the errno io_uring_setup returned
+  std::string reason;               // when not usable: why, and what to do about it
+  std::uint32_t feature_bits = 0;   // IORING_FEAT_* reported by io_uring_setup
+  std::bitset<256> opcodes;         // IORING_OP_* the kernel supports
+  bool registered_ring_fd = false;  // io_uring_register_ring_fd works (kernel 5.18+)
+  ring_flags setup_flags =
+      ring_flags::none;        // setup flags the kernel accepted (defer_taskrun: with single_issuer)
+  bool msg_ring = false;       // an IORING_OP_MSG_RING round trip between two rings worked (5.18+)
+  bool send_msg_ring = false;  // IORING_REGISTER_SEND_MSG_RING (ring-less senders, 6.13+)
+  bool msg_ring_flags_pass =
+      false;                      // IORING_MSG_RING_FLAGS_PASS: the sender sets the target CQE's flags (6.3+)
   bool eventfd_register = false;  // io_uring_register_eventfd
   bool buf_ring = false;          // io_uring_register_buf_ring (5.19+)
   bool multishot_accept = false;  // IORING_ACCEPT_MULTISHOT (5.19+)
@@ -50,7 +52,9 @@ struct kernel_features {
   std::map<std::string, std::string> reasons;
 
   [[nodiscard]] bool supports(unsigned opcode) const noexcept { return opcode < 256 && opcodes.test(opcode); }
-  [[nodiscard]] bool has_feature(std::uint32_t feat_bit) const noexcept { return (feature_bits & feat_bit) != 0; }
+  [[nodiscard]] bool has_feature(std::uint32_t feat_bit) const noexcept {
+    return (feature_bits & feat_bit) != 0;
+  }
   // reasons[feature], or "" when the probe recorded none.
   [[nodiscard]] std::string reason_for(const std::string& feature) const {
     auto it = reasons.find(feature);

@@ -91,7 +91,8 @@ class [[nodiscard]] send_awaitable {
   send_awaitable(Target target, message m) noexcept : target_(target) { waiter_.msg = m; }
   bool await_ready() {
     const int e = target_.try_send(waiter_.msg);
-    if (e == 0) [[likely]] return true;
+    if (e == 0) [[likely]]
+      return true;
     if (e == EAGAIN) return false;
     throw_message_error(message_error(e), "uring::send");
   }
@@ -131,7 +132,7 @@ class [[nodiscard]] receive_awaitable {
 // Sends {value, data} to `target`'s inbox; suspends only while the pair's window is full. Throws
 // std::system_error (ESHUTDOWN, EPIPE); std::logic_error if no executor runs on this thread.
 inline detail::send_awaitable<detail::executor_target> send(executor& target, std::int32_t value,
-                                                           std::uint64_t data) noexcept {
+                                                            std::uint64_t data) noexcept {
   return {detail::executor_target{&target}, message{value, data}};
 }
 

@@ -31,12 +31,12 @@ struct executor_plan {
   backend_kind backend = backend_kind::native;  // native or emulated, never automatic
   ring_flags flags = ring_flags::none;          // setup flags to ask for (native)
   bool register_ring_fd = false;                // native: register the ring fd
-  bool msg_ring = false;                        // cross-executor messages by MSG_RING (else mailbox + eventfd)
-  bool send_msg_ring = false;                   // ring-less threads post by IORING_REGISTER_SEND_MSG_RING
-  bool buf_ring = false;                        // leased recv by provided buffer ring + multishot recv
-  bool send_zc = false;                         // send_zc by IORING_OP_SEND_ZC (else a plain send)
-  op_allowlist allowed_ops;                     // executor_options::allowed_ops (native: also the kernel's)
-  std::vector<std::string> notes;               // each fallback or override, with its reason
+  bool msg_ring = false;           // cross-executor messages by MSG_RING (else mailbox + eventfd)
+  bool send_msg_ring = false;      // ring-less threads post by IORING_REGISTER_SEND_MSG_RING
+  bool buf_ring = false;           // leased recv by provided buffer ring + multishot recv
+  bool send_zc = false;            // send_zc by IORING_OP_SEND_ZC (else a plain send)
+  op_allowlist allowed_ops;        // executor_options::allowed_ops (native: also the kernel's)
+  std::vector<std::string> notes;  // each fallback or override, with its reason
 };
 
 // Throws std::system_error (with the kernel's reason) when native is demanded but io_uring is unusable.

@@ -18,9 +18,10 @@
 // Through an executor_handle (uring/executor_handle.hpp) the target is looked up under the registry's
 // lock, so the target may be destroyed at any time: the co_await either continues on the target or
 // throws ESHUTDOWN ("... the target executor is gone or no longer accepts work"), also when the target
-// accepted the hand-off but shut down before running it. The handle forms always take the target's mailbox, never MSG_RING: a MSG_RING names the target
-// by its ring's fd number and a failed one falls back to the target's address, neither of which stays
-// valid once the target may be destroyed (the fd may even name a newer ring by then).
+// accepted the hand-off but shut down before running it. The handle forms always take the target's mailbox,
+// never MSG_RING: a MSG_RING names the target by its ring's fd number and a failed one falls back to the
+// target's address, neither of which stays valid once the target may be destroyed (the fd may even name a
+// newer ring by then).
 //
 // Frame ownership: a coroutine stays owned by the executor it was spawned on. When executors stop, the
 // executors a coroutine travelled between must stop together (executor_group does: all of them

@@ -135,7 +135,9 @@ void spawn(executor& target, task<T> t) {
     n.target = &target;
     return detail::executor_access::try_post(target, n);
   });
-  if (!posted) throw std::system_error(ESHUTDOWN, std::system_category(), "uring::spawn: the target executor no longer accepts work");
+  if (!posted)
+    throw std::system_error(ESHUTDOWN, std::system_category(),
+                            "uring::spawn: the target executor no longer accepts work");
 }
 
 // The same through a handle: ESHUTDOWN, with `t` destroyed unstarted, if the handle names no executor,
@@ -143,10 +145,11 @@ void spawn(executor& target, task<T> t) {
 // down first is destroyed unstarted by the target (as for an executor&): spawn cannot report it.
 template <class T>
 void spawn(const executor_handle& target, task<T> t) {
-  if (executor* cur = executor::current(); cur != nullptr && cur->handle() == target) return spawn(std::move(t));
+  if (executor* cur = executor::current(); cur != nullptr && cur->handle() == target)
+    return spawn(std::move(t));
   const std::uint64_t id = target.id();
-  const bool posted =
-      detail::spawn_elsewhere(std::move(t), [id](detail::remote_node& n) noexcept { return detail::post_to_handle(id, n); });
+  const bool posted = detail::spawn_elsewhere(
+      std::move(t), [id](detail::remote_node& n) noexcept { return detail::post_to_handle(id, n); });
   if (!posted) detail::throw_handle_refused("uring::spawn");
 }
 

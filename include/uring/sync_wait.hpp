@@ -20,7 +20,8 @@ namespace uring {
 template <class T>
 T sync_wait(task<T> t) {
   if (executor::current() != nullptr) {
-    throw std::logic_error("uring::sync_wait: called on a thread whose executor is running; co_await instead");
+    throw std::logic_error(
+        "uring::sync_wait: called on a thread whose executor is running; co_await instead");
   }
   executor ex;
   return ex.run(std::move(t));

@@ -63,7 +63,7 @@ class task_promise final : public task_promise_base {
   void unhandled_exception() noexcept { result_.template emplace<2>(std::current_exception()); }
 
   template <class U = T>
-    requires std::is_convertible_v<U&&, T>
+  requires std::is_convertible_v<U&&, T>
   void return_value(U&& value) noexcept(std::is_nothrow_constructible_v<stored, U&&>) {
     if constexpr (std::is_reference_v<T>) {
       T ref = static_cast<U&&>(value);

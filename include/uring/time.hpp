@@ -15,7 +15,8 @@
 namespace uring {
 
 template <class Rep, class Period>
-detail::io_awaitable<void, true, detail::timer_payload> sleep_for(std::chrono::duration<Rep, Period> d) noexcept {
+detail::io_awaitable<void, true, detail::timer_payload> sleep_for(
+    std::chrono::duration<Rep, Period> d) noexcept {
   return {"sleep_for", {.code = detail::op_code::timeout}, detail::timer_payload{detail::to_timespec(d)}};
 }
 

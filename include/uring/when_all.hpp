@@ -81,8 +81,7 @@ class [[nodiscard]] when_all_range_awaitable {
 }  // namespace detail
 
 template <class... T>
-  requires(sizeof...(T) > 0)
-detail::when_all_awaitable<T...> when_all(task<T>... tasks) {
+requires(sizeof...(T) > 0) detail::when_all_awaitable<T...> when_all(task<T>... tasks) {
   return detail::when_all_awaitable<T...>(std::move(tasks)...);
 }
 

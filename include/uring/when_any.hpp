@@ -43,7 +43,8 @@ class [[nodiscard]] when_any_awaitable : public fixed_group<true, T...> {
   template <std::size_t... I>
   result_type take(std::size_t winner, std::index_sequence<I...>) {
     std::optional<result_type> out;
-    ((I == winner ? (out.emplace(std::in_place_index<I>, std::move(*std::get<I>(this->slots_))), 0) : 0), ...);
+    ((I == winner ? (out.emplace(std::in_place_index<I>, std::move(*std::get<I>(this->slots_))), 0) : 0),
+     ...);
     return std::move(*out);
   }
 };
@@ -51,8 +52,7 @@ class [[nodiscard]] when_any_awaitable : public fixed_group<true, T...> {
 }  // namespace detail
 
 template <class... T>
-  requires(sizeof...(T) > 0)
-detail::when_any_awaitable<T...> when_any(task<T>... tasks) {
+requires(sizeof...(T) > 0) detail::when_any_awaitable<T...> when_any(task<T>... tasks) {
   return detail::when_any_awaitable<T...>(std::move(tasks)...);
 }
 

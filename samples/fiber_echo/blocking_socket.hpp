@@ -44,7 +44,9 @@ class socket {
   int fd_ = -1;
 };
 
-[[noreturn]] inline void fail(const char* what) { throw std::system_error(errno, std::system_category(), what); }
+[[noreturn]] inline void fail(const char* what) {
+  throw std::system_error(errno, std::system_category(), what);
+}
 
 // A listening TCP socket on 127.0.0.1:port (0: any free port); `bound_port` receives the port it got.
 inline socket listen_tcp(std::uint16_t port, std::uint16_t& bound_port) {

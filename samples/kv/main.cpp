@@ -190,7 +190,8 @@ task<void> accept_loop(const tcp_listener* listener, kv::server* srv, std::size_
     }
     if (backoff.delay().count() > 0) std::fputs(backoff.succeeded("uring-kv").c_str(), stderr);
     uring::spawn(kv::serve_connection(std::move(s), srv, me, limits));
-  }}
+  }
+}
 
 }  // namespace
 

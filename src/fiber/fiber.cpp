@@ -47,7 +47,9 @@ namespace uring::detail {
 namespace {
 thread_local fiber_context* t_fiber = nullptr;
 // Sets the running fiber, returns the previous one (one call: the switch path is hot).
-[[gnu::noinline]] fiber_context* exchange_current_fiber(fiber_context* f) noexcept { return std::exchange(t_fiber, f); }
+[[gnu::noinline]] fiber_context* exchange_current_fiber(fiber_context* f) noexcept {
+  return std::exchange(t_fiber, f);
+}
 }  // namespace
 
 fiber_context* current_fiber() noexcept { return t_fiber; }
@@ -128,8 +130,9 @@ class fiber_context {
     __tsan_switch_to_fiber(tsan_fiber_, 0);
 #endif
     try {
-      fiber_ = boost::context::fiber(std::allocator_arg, recording_stack{stack_size_, this},
-                                     [this](boost::context::fiber&& driver) { return run(std::move(driver)); });
+      fiber_ =
+          boost::context::fiber(std::allocator_arg, recording_stack{stack_size_, this},
+                                [this](boost::context::fiber&& driver) { return run(std::move(driver)); });
     } catch (...) {
 #ifdef URING_FIBER_TSAN
       __tsan_switch_to_fiber(here, 0);
@@ -167,7 +170,8 @@ class fiber_context {
   void leave(bool for_good) noexcept {
 #ifdef URING_FIBER_ASAN
     // A null save slot tells ASan this stack is done with (its fake frames may go).
-    __sanitizer_start_switch_fiber(for_good ? nullptr : &fiber_fake_stack_, driver_stack_bottom_, driver_stack_size_);
+    __sanitizer_start_switch_fiber(for_good ? nullptr : &fiber_fake_stack_, driver_stack_bottom_,
+                                   driver_stack_size_);
 #endif
 #ifdef URING_FIBER_TSAN
     if (!for_good) __tsan_switch_to_fiber(driver_tsan_, 0);  // for good: the driver does it (switch_in)
@@ -182,7 +186,8 @@ class fiber_context {
     boost::context::stack_context allocate() {
       auto sctx = pooled_stack(size).allocate();
       self->stack_bottom_ = stack_usable_bottom(sctx);
-      self->stack_usable_ = static_cast<std::size_t>(static_cast<char*>(sctx.sp) - static_cast<char*>(self->stack_bottom_));
+      self->stack_usable_ =
+          static_cast<std::size_t>(static_cast<char*>(sctx.sp) - static_cast<char*>(self->stack_bottom_));
       return sctx;
     }
     void deallocate(boost::context::stack_context& sctx) noexcept { pooled_stack(size).deallocate(sctx); }
@@ -313,7 +318,8 @@ bool fiber_state::done() const noexcept {
 bool fiber_state::park_joiner(waiter& w) {
   std::lock_guard lock(mutex_);
   if (done_) return false;
-  if (waiter_ != nullptr) throw std::logic_error("uring::fiber_handle::join: the fiber is already being joined");
+  if (waiter_ != nullptr)
+    throw std::logic_error("uring::fiber_handle::join: the fiber is already being joined");
   waiter_ = &w;
   return true;
 }

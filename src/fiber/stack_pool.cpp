@@ -65,13 +65,15 @@ boost::context::stack_context pooled_stack::allocate() {
     }
   }
   if (base == nullptr) {
-    base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
-                  0);
-    if (base == MAP_FAILED) throw std::system_error(errno, std::system_category(), "uring::spawn_fiber: mmap (fiber stack)");
+    base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (base == MAP_FAILED)
+      throw std::system_error(errno, std::system_category(), "uring::spawn_fiber: mmap (fiber stack)");
     if (::mprotect(base, page, PROT_NONE) != 0) {
       int e = errno;
       ::munmap(base, total);
-      throw std::system_error(e, std::system_category(), "uring::spawn_fiber: mprotect (fiber stack guard page)");
+      throw std::system_error(e, std::system_category(),
+                              "uring::spawn_fiber: mprotect (fiber stack guard page)");
     }
   }
   in_use.fetch_add(1, std::memory_order_relaxed);

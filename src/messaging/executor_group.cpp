@@ -1,6 +1,6 @@
 // executor_group.cpp — worker threads, each owning one executor, with a two-phase stop.
-#include "executor/executor_state.hpp"
 #include "uring/executor_group.hpp"
+#include "executor/executor_state.hpp"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,6 +1,6 @@
 // message_hub.cpp — raw messages: the registry of live executors, credit windows, the inbox.
-#include "executor/executor_state.hpp"
 #include "messaging/message_hub.hpp"
+#include "executor/executor_state.hpp"
 
 #include <algorithm>
 #include <mutex>
@@ -58,7 +58,8 @@ class registry {
   bool with_id(std::uint64_t id, F&& fn) {
     const auto key = static_cast<std::uint32_t>(id & (kMaxKeys - 1));
     std::lock_guard lock(mutex_);
-    if (key >= slots_.size() || slots_[key].ex == nullptr || slots_[key].generation != id >> kKeyBits) return false;
+    if (key >= slots_.size() || slots_[key].ex == nullptr || slots_[key].generation != id >> kKeyBits)
+      return false;
     fn(*slots_[key].ex);
     return true;
   }
@@ -339,10 +340,12 @@ bool receive_or_park(executor& owner, message_waiter& w) {
 bool try_receive_message(executor& owner, message& out) { return inbox_hub(owner).try_receive(out); }
 
 void throw_message_error(std::error_code e, const char* what) {
-  if (e == std::errc::operation_not_permitted) throw std::logic_error(std::string(what) + ": no executor is running on this thread");
-  const char* why = e == shutdown_error()      ? ": the target executor no longer accepts work"
-                    : e == std::errc::broken_pipe ? ": an earlier message to this executor was refused by the kernel"
-                                                  : "";
+  if (e == std::errc::operation_not_permitted)
+    throw std::logic_error(std::string(what) + ": no executor is running on this thread");
+  const char* why = e == shutdown_error() ? ": the target executor no longer accepts work"
+                    : e == std::errc::broken_pipe
+                        ? ": an earlier message to this executor was refused by the kernel"
+                        : "";
   throw std::system_error(e, std::string(what) + why);
 }
 
@@ -355,7 +358,8 @@ bool handle_alive(std::uint64_t id) noexcept {
 }
 
 void throw_handle_refused(const char* what) {
-  throw std::system_error(shutdown_error(), std::string(what) + ": the target executor is gone or no longer accepts work");
+  throw std::system_error(shutdown_error(),
+                          std::string(what) + ": the target executor is gone or no longer accepts work");
 }
 
 bool post_to_handle(std::uint64_t id, remote_node& node, bool going_home) noexcept {

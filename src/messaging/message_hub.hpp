@@ -102,7 +102,7 @@ class message_hub {
     std::uint32_t in_flight = 0;
     message_waiter* head = nullptr;  // blocked senders, oldest first
     message_waiter* tail = nullptr;
-    std::error_code broken;  // ESHUTDOWN or EPIPE: every later send fails with it
+    std::error_code broken;             // ESHUTDOWN or EPIPE: every later send fails with it
     executor* introduced_to = nullptr;  // the target whose add_sender knows us (a key may be reused)
   };
   struct queued {
@@ -140,15 +140,15 @@ class message_hub {
   const raw_route route_;
   bool left_ = false;
   std::unordered_map<std::uint32_t, peer> peers_;  // by target key (references stay valid)
-  executor* last_target_ = nullptr;               // a stream sends to one target: skip the lookup
+  executor* last_target_ = nullptr;                // a stream sends to one target: skip the lookup
   peer* last_peer_ = nullptr;
-  std::uint32_t last_sender_ = ~0u;               // ... and receives from one sender
+  std::uint32_t last_sender_ = ~0u;  // ... and receives from one sender
   std::uint32_t* last_consumed_ = nullptr;
   std::deque<queued> inbox_;
   message_waiter* receivers_head_ = nullptr;
   message_waiter* receivers_tail_ = nullptr;
   std::unordered_map<std::uint32_t, std::uint32_t> consumed_;  // by sender key: taken, not yet credited
-  std::mutex senders_mutex_;  // add_sender comes from the senders' threads
+  std::mutex senders_mutex_;                                   // add_sender comes from the senders' threads
   std::unordered_set<std::uint32_t> senders_;  // every sender key that ever sent here (16-bit: bounded)
   bool closed_ = false;
   bool settled_ = false;

@@ -4,8 +4,8 @@
 // a stream destroyed while the kernel still holds the request leaves the state behind, abandoned, to
 // close what still arrives and free itself. The executor hands every completion of a multishot operation
 // to on_complete, also during its shutdown (operation::multishot), which is what makes that safe.
-#include "executor/executor_state.hpp"
 #include "uring/net/accept_stream.hpp"
+#include "executor/executor_state.hpp"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,13 +28,13 @@ struct accept_state : operation {
   ~accept_state() { drop_ready(); }
 
   int listen_fd;
-  bool direct;                  // connections go into slots of the table (accept_direct_stream)
-  executor* ex = nullptr;       // where the request was armed
-  std::deque<int> ready;        // accepted, not yet taken by next(): fds, or slots where direct
-  int error = 0;                // how the last request ended, for the next next() to throw
-  bool abandoned = false;       // the stream is gone
+  bool direct;             // connections go into slots of the table (accept_direct_stream)
+  executor* ex = nullptr;  // where the request was armed
+  std::deque<int> ready;   // accepted, not yet taken by next(): fds, or slots where direct
+  int error = 0;           // how the last request ended, for the next next() to throw
+  bool abandoned = false;  // the stream is gone
   std::coroutine_handle<> waiter;
-  std::uint64_t wait = 0;  // numbers the next() calls that suspended, for state_cancel
+  std::uint64_t wait = 0;        // numbers the next() calls that suspended, for state_cancel
   std::int64_t deadline_ns = 0;  // the waiting next()'s deadline (CLOCK_MONOTONIC), 0: none
   bool timed_out = false;        // the last wait ended by its deadline, for state_resume
   deadline_timer<accept_state> timer;
@@ -57,7 +57,8 @@ struct accept_state : operation {
 
   void arm(executor& e, std::shared_ptr<accept_state> me) {
     // SOCK_CLOEXEC: for plain fds, and for the emulation's dups in slots (the kernel takes no flags there).
-    request = {.code = direct ? op_code::accept_multishot_direct : op_code::accept_multishot, .fd = listen_fd,
+    request = {.code = direct ? op_code::accept_multishot_direct : op_code::accept_multishot,
+               .fd = listen_fd,
                .op_flags = SOCK_CLOEXEC};
     executor_access::submit(e, *this);
     ex = &e;
@@ -129,7 +130,8 @@ struct accept_direct_state : accept_state {
 namespace uring::net {
 
 template <class Result>
-basic_accept_stream<Result>::basic_accept_stream(int listen_fd) : state_(std::make_shared<state_type>(listen_fd)) {}
+basic_accept_stream<Result>::basic_accept_stream(int listen_fd)
+    : state_(std::make_shared<state_type>(listen_fd)) {}
 
 template <class Result>
 basic_accept_stream<Result>::~basic_accept_stream() {
@@ -162,7 +164,8 @@ void state_cancel(accept_state& s, std::uint64_t wait) noexcept {
 
 std::uint64_t state_wait(const accept_state& s) noexcept { return s.wait; }
 
-executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h, std::int64_t deadline) {
+executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h,
+                        std::int64_t deadline) {
   executor& ex = executor_access::current("accept");
   if (s->direct && executor_core::direct_files(ex) == 0) {  // the kernel would say ENFILE
     throw_direct_error(ENXIO, "accept_all_direct", s->listen_fd, nullptr);
@@ -193,12 +196,15 @@ int take(accept_state& s) {
 
 net::tcp_stream state_resume(accept_state& s) { return net::tcp_stream(take(s)); }
 
-bool state_ready(const accept_direct_state& s) noexcept { return state_ready(static_cast<const accept_state&>(s)); }
+bool state_ready(const accept_direct_state& s) noexcept {
+  return state_ready(static_cast<const accept_state&>(s));
+}
 void state_cancel(accept_direct_state& s, std::uint64_t wait) noexcept {
   state_cancel(static_cast<accept_state&>(s), wait);
 }
 std::uint64_t state_wait(const accept_direct_state& s) noexcept { return s.wait; }
-executor* state_suspend(const std::shared_ptr<accept_direct_state>& s, std::coroutine_handle<> h, std::int64_t deadline) {
+executor* state_suspend(const std::shared_ptr<accept_direct_state>& s, std::coroutine_handle<> h,
+                        std::int64_t deadline) {
   return state_suspend(std::shared_ptr<accept_state>(s), h, deadline);
 }
 direct_fd state_resume(accept_direct_state& s) { return direct_fd{static_cast<std::uint32_t>(take(s))}; }

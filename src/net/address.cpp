@@ -63,7 +63,8 @@ address address::unix_path(std::string_view path) {
   const bool abstract = path.front() == '@';
   // A path ends at its first NUL for the kernel (and for to_string): refuse one rather than bind a prefix.
   // An abstract name is a byte string: NULs are part of it.
-  if (!abstract && path.find('\0') != std::string_view::npos) bad(path, "a NUL byte inside a unix socket path");
+  if (!abstract && path.find('\0') != std::string_view::npos)
+    bad(path, "a NUL byte inside a unix socket path");
   un->sun_family = AF_UNIX;
   std::memcpy(un->sun_path, path.data(), path.size());
   if (abstract) un->sun_path[0] = '\0';
@@ -90,7 +91,8 @@ address address::parse(std::string_view text) {
   auto colon = text.rfind(':');
   if (colon == std::string_view::npos) bad(text, "missing ':port' (use host:port, [v6]:port or unix:path)");
   std::string_view host = text.substr(0, colon);
-  if (host.find(':') != std::string_view::npos) bad(text, "an IPv6 address with a port needs brackets: [addr]:port");
+  if (host.find(':') != std::string_view::npos)
+    bad(text, "an IPv6 address with a port needs brackets: [addr]:port");
   std::uint16_t port = parse_port(text, text.substr(colon + 1));
   try {
     return ip(host, port);

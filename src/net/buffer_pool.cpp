@@ -4,8 +4,8 @@
 // kernel requires of memory it is given) and registered with io_uring_register_buf_ring. The buffers
 // follow the slots in the same anonymous mapping: pages are only backed once touched, so a pool costs
 // memory for the buffers that have held data, not for its nominal size.
-#include "executor/executor_state.hpp"
 #include "uring/net/buffer_pool.hpp"
+#include "executor/executor_state.hpp"
 
 #include <liburing.h>
 #include <sys/mman.h>

@@ -37,7 +37,9 @@ class limits {
   // For a step that takes its limits itself: whether a deadline applies, the time left (0 or less: none),
   // and the stop token.
   [[nodiscard]] bool timed() const noexcept { return timed_; }
-  [[nodiscard]] std::chrono::nanoseconds left() const noexcept { return deadline_ - std::chrono::steady_clock::now(); }
+  [[nodiscard]] std::chrono::nanoseconds left() const noexcept {
+    return deadline_ - std::chrono::steady_clock::now();
+  }
   [[nodiscard]] const std::stop_token& stop() const noexcept { return stop_; }
 
  private:

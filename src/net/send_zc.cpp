@@ -4,8 +4,8 @@
 // The operation is flagged multishot so that the executor hands the first completion (flagged kCqeMore)
 // to on_complete rather than ending the operation there, and so that both reach it during a shutdown too
 // (the frame then stays alive until the notification is drained, as for any operation in flight).
-#include "executor/executor_state.hpp"
 #include "uring/detail/send_zc.hpp"
+#include "executor/executor_state.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -121,8 +121,7 @@ void send_zc_awaitable::on_complete(operation* self) noexcept {
   if (!zc_completion(*me, me->sent_)) return;
   me->watch_.unlist();
   // Sockets without zero-copy support (unix-domain ones) refuse the op: send a copy instead.
-  if (me->res == -EOPNOTSUPP && me->request.code == op_code::send_zc &&
-      executor_core::accepting(*me->ex_)) {
+  if (me->res == -EOPNOTSUPP && me->request.code == op_code::send_zc && executor_core::accepting(*me->ex_)) {
     me->request.code = op_code::send;
     executor_access::submit(*me->ex_, *me);
     return;

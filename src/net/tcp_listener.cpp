@@ -1,6 +1,6 @@
 // tcp_listener.cpp — binding a listening socket, with errors that name the call and the address.
-#include "executor/executor_state.hpp"
 #include "uring/net/tcp_listener.hpp"
+#include "executor/executor_state.hpp"
 
 #include <sys/socket.h>
 

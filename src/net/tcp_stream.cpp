@@ -1,7 +1,7 @@
 // tcp_stream.cpp — the composite stream operations: connect_to, read_exactly, write_all (zero-copy for large
 // buffers), send_file.
-#include "executor/executor_state.hpp"
 #include "uring/net/tcp_stream.hpp"
+#include "executor/executor_state.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -28,7 +28,8 @@ constexpr std::size_t kZeroCopyThreshold = 64 * 1024;
 
 tcp_stream tcp_stream::open(int family) { return tcp_stream(open_fd(family, SOCK_STREAM)); }
 
-task<tcp_stream> tcp_stream::connect_to(address peer, std::chrono::nanoseconds timeout, std::stop_token stop) {
+task<tcp_stream> tcp_stream::connect_to(address peer, std::chrono::nanoseconds timeout,
+                                        std::stop_token stop) {
   tcp_stream s = open(peer.family());
   limits lim(timeout, std::move(stop));
   io_result r = co_await lim.await(s.connect(peer).nothrow());
@@ -37,7 +38,7 @@ task<tcp_stream> tcp_stream::connect_to(address peer, std::chrono::nanoseconds t
 }
 
 task<void> tcp_stream::read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout,
-                                     std::stop_token stop) const {
+                                    std::stop_token stop) const {
   limits lim(timeout, std::move(stop));
   auto* p = static_cast<std::byte*>(buf.data());
   std::size_t done = 0;
@@ -53,7 +54,8 @@ task<void> tcp_stream::read_exactly(mutable_buffer buf, std::chrono::nanoseconds
   }
 }
 
-task<void> tcp_stream::write_all(const_buffer buf, std::chrono::nanoseconds timeout, std::stop_token stop) const {
+task<void> tcp_stream::write_all(const_buffer buf, std::chrono::nanoseconds timeout,
+                                 std::stop_token stop) const {
   limits lim(timeout, std::move(stop));
   const auto* p = static_cast<const std::byte*>(buf.data());
   std::size_t done = 0;
@@ -61,8 +63,9 @@ task<void> tcp_stream::write_all(const_buffer buf, std::chrono::nanoseconds time
       detail::executor_core::zero_copy_send(detail::executor_access::current("write_all"))) {
     const std::int64_t deadline = lim.timed() ? detail::monotonic_ns() + lim.left().count() : 0;
     while (done < buf.size()) {
-      io_result r = co_await detail::send_zc_step(fd(), const_buffer(p + done, buf.size() - done),
-                                                  deadline == 0 ? 0 : std::max<std::int64_t>(deadline, 1), lim.stop());
+      io_result r =
+          co_await detail::send_zc_step(fd(), const_buffer(p + done, buf.size() - done),
+                                        deadline == 0 ? 0 : std::max<std::int64_t>(deadline, 1), lim.stop());
       if (r.res == -EOPNOTSUPP) break;  // a socket without zero-copy (unix-domain): the rest by copy
       if (!r) throw_errno(-r.res, "write_all");
       done += static_cast<std::size_t>(r.res);
@@ -77,15 +80,20 @@ task<void> tcp_stream::write_all(const_buffer buf, std::chrono::nanoseconds time
 
 task<void> tcp_stream::write_all_zc(const_buffer buf) const {
   const auto* p = static_cast<const std::byte*>(buf.data());
-  for (std::size_t done = 0; done < buf.size();) done += co_await send_zc(const_buffer(p + done, buf.size() - done));
+  for (std::size_t done = 0; done < buf.size();)
+    done += co_await send_zc(const_buffer(p + done, buf.size() - done));
 }
 
 namespace {
 // One splice of up to `len` bytes from `in` (at `offset`, or kCurrentPosition) to `out`.
 detail::io_awaitable<std::size_t> splice(int in, std::uint64_t offset, int out, std::size_t len) {
   return {"send_file",
-          {.code = detail::op_code::splice, .fd = out, .len = detail::clamp_len(len), .op_flags = SPLICE_F_MOVE,
-           .offset = offset, .aux = static_cast<std::uint64_t>(in)}};
+          {.code = detail::op_code::splice,
+           .fd = out,
+           .len = detail::clamp_len(len),
+           .op_flags = SPLICE_F_MOVE,
+           .offset = offset,
+           .aux = static_cast<std::uint64_t>(in)}};
 }
 }  // namespace
 

@@ -3,8 +3,8 @@
 // own state), and the table's names and kernel numbers checked against liburing's.
 #include <liburing.h>
 
-#include "setup/liburing_compat.hpp"
 #include "ops/op_table.hpp"
+#include "setup/liburing_compat.hpp"
 #include "uring/op_allowlist.hpp"
 
 namespace uring {

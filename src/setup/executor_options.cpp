@@ -11,11 +11,16 @@ namespace uring {
 namespace {
 
 constexpr std::pair<feature, const char*> kFeatureNames[] = {
-    {feature::registered_ring, "registered_ring"}, {feature::msg_ring, "msg_ring"},
-    {feature::send_msg_ring, "send_msg_ring"},     {feature::submit_all, "submit_all"},
-    {feature::coop_taskrun, "coop_taskrun"},       {feature::single_issuer, "single_issuer"},
-    {feature::defer_taskrun, "defer_taskrun"},     {feature::eventfd, "eventfd"},
-    {feature::buf_ring, "buf_ring"},               {feature::multishot, "multishot"},
+    {feature::registered_ring, "registered_ring"},
+    {feature::msg_ring, "msg_ring"},
+    {feature::send_msg_ring, "send_msg_ring"},
+    {feature::submit_all, "submit_all"},
+    {feature::coop_taskrun, "coop_taskrun"},
+    {feature::single_issuer, "single_issuer"},
+    {feature::defer_taskrun, "defer_taskrun"},
+    {feature::eventfd, "eventfd"},
+    {feature::buf_ring, "buf_ring"},
+    {feature::multishot, "multishot"},
     {feature::send_zc, "send_zc"},
 };
 
@@ -77,7 +82,8 @@ feature_set parse_feature_set(const std::string& comma_list) {
         known = true;
       }
     }
-    if (!known) throw std::invalid_argument("unknown feature '" + name + "' (see uring/executor_options.hpp)");
+    if (!known)
+      throw std::invalid_argument("unknown feature '" + name + "' (see uring/executor_options.hpp)");
   }
   return out;
 }

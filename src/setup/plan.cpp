@@ -31,8 +31,9 @@ backend_kind parse_backend(const std::string& v) {
 std::string restriction_note(const op_allowlist& allowed, backend_kind backend) {
   std::string note = "restrictions: operations limited to " + to_string(allowed);
   if (backend == backend_kind::native) {
-    note += " (the ring is restricted by the kernel, which also allows READ, ASYNC_CANCEL and LINK_TIMEOUT "
-            "for the executor's own use)";
+    note +=
+        " (the ring is restricted by the kernel, which also allows READ, ASYNC_CANCEL and LINK_TIMEOUT "
+        "for the executor's own use)";
   } else {
     note += " (enforced by the emulation)";
   }
@@ -117,8 +118,9 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
       plan.notes.push_back("registered ring fd: disabled by request");
     } else if (!kernel.registered_ring_fd) {
       std::string why = kernel.reason_for("registered_ring_fd");
-      plan.notes.push_back("registered ring fd: " + (why.empty() ? "not supported by kernel " + kernel.kernel_release + " (5.18+)"
-                                                                 : "refused on kernel " + kernel.kernel_release + ": " + why));
+      plan.notes.push_back("registered ring fd: " +
+                           (why.empty() ? "not supported by kernel " + kernel.kernel_release + " (5.18+)"
+                                        : "refused on kernel " + kernel.kernel_release + ": " + why));
     } else {
       plan.register_ring_fd = true;
     }
@@ -129,8 +131,9 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     plan.notes.push_back("messaging: MSG_RING unavailable on kernel " + kernel.kernel_release +
                          because(kernel, "msg_ring") + "; mailbox + eventfd instead");
   } else if (!request.allowed_ops.allows_msg_ring()) {
-    plan.notes.push_back("messaging: MSG_RING not in the allowlist: messages to and from this executor use the "
-                         "mailbox + eventfd");
+    plan.notes.push_back(
+        "messaging: MSG_RING not in the allowlist: messages to and from this executor use the "
+        "mailbox + eventfd");
   } else {
     plan.msg_ring = true;
   }
@@ -139,7 +142,8 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   }
   // Leased receives (net::buffer_pool) need both; without them they receive into the pool by plain recv.
   if (disabled.contains(feature::buf_ring) || disabled.contains(feature::multishot)) {
-    plan.notes.push_back("leased recv: provided buffer rings or multishot disabled by request; one recv per call");
+    plan.notes.push_back(
+        "leased recv: provided buffer rings or multishot disabled by request; one recv per call");
   } else if (!kernel.buf_ring || !kernel.multishot_recv) {
     plan.notes.push_back("leased recv: buffer rings or multishot recv unavailable on kernel " +
                          kernel.kernel_release + " (6.0+); one recv per call");

@@ -17,7 +17,8 @@ int io_uring_disabled_sysctl() {
 }  // namespace
 
 std::string explain_setup_error(int err) {
-  std::string head = std::string("io_uring_setup: ") + strerrorname_np(err) + " (" + std::strerror(err) + ") — ";
+  std::string head =
+      std::string("io_uring_setup: ") + strerrorname_np(err) + " (" + std::strerror(err) + ") — ";
   switch (err) {
     case ENOSYS:
       return head +
@@ -40,7 +41,8 @@ std::string explain_setup_error(int err) {
       // asynchronously, so rings closed a moment ago may still count.
       return head +
              "not enough locked memory for the ring: RLIMIT_MEMLOCK counts ring memory for a process without "
-             "CAP_IPC_LOCK (kernels before 5.12, and 6.13+): raise it with `ulimit -l` or ask for fewer entries";
+             "CAP_IPC_LOCK (kernels before 5.12, and 6.13+): raise it with `ulimit -l` or ask for fewer "
+             "entries";
     case EINVAL:
       return head + "the kernel refused the ring's parameters (a setup flag or size newer than it knows)";
     case EMFILE:
@@ -59,7 +61,8 @@ std::string explain_call_error(const char* call, int err) {
       return head + " — denied by a seccomp filter, a security module or the ring's restrictions";
     case ENOMEM:
       return head +
-             " — locked memory (RLIMIT_MEMLOCK, `ulimit -l`) is used up for a process without CAP_IPC_LOCK; rings "
+             " — locked memory (RLIMIT_MEMLOCK, `ulimit -l`) is used up for a process without CAP_IPC_LOCK; "
+             "rings "
              "closed a moment ago count until the kernel has freed them";
     case EINVAL:
     case EBADF:

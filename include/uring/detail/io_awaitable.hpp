@@ -46,7 +46,8 @@ struct no_payload {
 // throwing form of the operation yields that instead of the kernel's result.
 template <class P>
 concept payload = std::is_nothrow_move_constructible_v<P> && requires(P& p, io_request& r) {
-  { p.bind(r) } noexcept;
+  { p.bind(r) }
+  noexcept;
 };
 
 // A timeout's own time (sleep_for, sleep_until).
@@ -64,16 +65,10 @@ struct linked_payload {
     inner.bind(r);
     r.link_timeout = &time;
   }
-  decltype(auto) value()
-    requires requires(Inner& i) { i.value(); }
-  {
-    return inner.value();
-  }
-  decltype(auto) value(std::int32_t res)
-    requires requires(Inner& i) { i.value(res); }
-  {
-    return inner.value(res);
-  }
+  decltype(auto) value() requires requires(Inner& i) { i.value(); }
+  { return inner.value(); }
+  decltype(auto) value(std::int32_t res) requires requires(Inner& i) { i.value(res); }
+  { return inner.value(res); }
 };
 
 template <class P>
@@ -123,7 +118,6 @@ struct op_canceller : remote_node {
   std::optional<std::stop_callback<on_stop>> callback;
 };
 
-
 template <class Result, bool Throw = true, payload Payload = no_payload>
 class [[nodiscard]] io_awaitable : private operation {
  public:
@@ -133,7 +127,10 @@ class [[nodiscard]] io_awaitable : private operation {
     request = req;
   }
   io_awaitable(io_awaitable&& o) noexcept
-      : operation(o), name_(o.name_), cancel_(std::exchange(o.cancel_, nullptr)), payload_(std::move(o.payload_)) {}
+      : operation(o),
+        name_(o.name_),
+        cancel_(std::exchange(o.cancel_, nullptr)),
+        payload_(std::move(o.payload_)) {}
   io_awaitable& operator=(io_awaitable&&) = delete;
   ~io_awaitable() {
 #ifndef NDEBUG
@@ -153,15 +150,18 @@ class [[nodiscard]] io_awaitable : private operation {
     if constexpr (has_stop_token<Promise>) {
       // Any token at all (one pointer test); start_following asks whether it can be stopped.
       const std::stop_token& inherited = h.promise().stop_token();
-      if (inherited != std::stop_token{}) [[unlikely]] return start_following(inherited);
+      if (inherited != std::stop_token{}) [[unlikely]]
+        return start_following(inherited);
     }
     if (!std::is_same_v<Payload, no_payload> || cancel_ != nullptr) [[unlikely]] {
       return start_special(executor_access::current(name_));
     }
     // The common case (no stop token, no time, no owned data) goes straight into the SQ: keep it inline.
     executor* ex = running_executor();
-    if (ex == nullptr) [[unlikely]] executor_access::no_executor(name_);  // name_ read only here
-    if (!executor_access::start_inline(*ex, *this)) [[unlikely]] executor_access::submit(*ex, *this);
+    if (ex == nullptr) [[unlikely]]
+      executor_access::no_executor(name_);  // name_ read only here
+    if (!executor_access::start_inline(*ex, *this)) [[unlikely]]
+      executor_access::submit(*ex, *this);
     return true;
   }
 
@@ -197,16 +197,14 @@ class [[nodiscard]] io_awaitable : private operation {
   }
 
   // The same operation, awaited without exceptions: yields io_result.
-  io_awaitable<Result, false, Payload> nothrow() && noexcept
-    requires Throw
-  {
+  io_awaitable<Result, false, Payload> nothrow() && noexcept requires Throw {
     return io_awaitable<Result, false, Payload>(std::move(*this), std::move(payload_));
   }
 
   // The same operation with a linked timeout (see with_timeout).
   io_awaitable<Result, Throw, linked_payload<Payload>> linked_to(timespec64 t) && noexcept {
-    return io_awaitable<Result, Throw, linked_payload<Payload>>(std::move(*this),
-                                                               linked_payload<Payload>{std::move(payload_), t});
+    return io_awaitable<Result, Throw, linked_payload<Payload>>(
+        std::move(*this), linked_payload<Payload>{std::move(payload_), t});
   }
 
   // Attaches `t` (replacing one attached before); a token that can never be stopped attaches nothing.

@@ -49,12 +49,13 @@ class [[nodiscard]] owner_call : private remote_node {
     // The target is shutting down: the call did not run; say so at home (the mailbox is safe here).
     discard = [](remote_node* n) noexcept {
       auto* self = static_cast<owner_call*>(n);
-      self->error_ = std::make_exception_ptr(
-          std::system_error(ESHUTDOWN, std::system_category(), "uring: the target executor shut down before the call ran"));
+      self->error_ = std::make_exception_ptr(std::system_error(
+          ESHUTDOWN, std::system_category(), "uring: the target executor shut down before the call ran"));
       self->go_home(true);
     };
     if (!executor_access::send(*target_, *this)) {
-      throw std::system_error(ESHUTDOWN, std::system_category(), "uring: the target executor no longer accepts work");
+      throw std::system_error(ESHUTDOWN, std::system_category(),
+                              "uring: the target executor no longer accepts work");
     }
   }
 

@@ -41,10 +41,10 @@ struct remote_node {
 
 // A node's address travels in a CQE's user_data; its low bits say which kind of CQE it is (nodes are
 // 8-byte aligned, operations' addresses never have these bits set).
-inline constexpr std::uint64_t kMessageTag = 1;      // a message for this ring: run the node
-inline constexpr std::uint64_t kSendFailedTag = 2;   // our MSG_RING to another ring failed: use the mailbox
+inline constexpr std::uint64_t kMessageTag = 1;     // a message for this ring: run the node
+inline constexpr std::uint64_t kSendFailedTag = 2;  // our MSG_RING to another ring failed: use the mailbox
 // (3 is message_hub's: a raw message of ours failed.)
-inline constexpr std::uint64_t kDoorbellTag = 4;     // no node: a poster woke us up to drain the mailbox
+inline constexpr std::uint64_t kDoorbellTag = 4;  // no node: a poster woke us up to drain the mailbox
 // The whole user_data of the backend's own requests whose completions are ignored (cancels, the
 // completion of a linked timeout): tagged like the rest, so one test tells every CQE that is not an
 // operation's from one that is.

@@ -26,7 +26,9 @@ class spin_lock {
       }
     }
   }
-  bool try_lock() noexcept { return !flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire); }
+  bool try_lock() noexcept {
+    return !flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire);
+  }
   void unlock() noexcept { flag_.store(false, std::memory_order_release); }
 
  private:

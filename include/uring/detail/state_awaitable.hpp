@@ -80,7 +80,8 @@ class [[nodiscard]] state_awaitable {
     executor* ex = state_suspend(state_, h, deadline);
     if (ex == nullptr) return false;
     // From now on a stop cancels the request (perhaps at once).
-    if (token_.stop_possible()) callback_.emplace(token_, cancel_on_stop<State>{state_, ex, state_wait(*state_)});
+    if (token_.stop_possible())
+      callback_.emplace(token_, cancel_on_stop<State>{state_, ex, state_wait(*state_)});
     return true;
   }
 

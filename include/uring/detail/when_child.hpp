@@ -166,7 +166,8 @@ class fixed_group {
  private:
   template <std::size_t... I>
   void make_children(std::index_sequence<I...>, task<T>... tasks) {
-    ((children_[I] = run_child(std::move(tasks), std::get<I>(slots_), errors_[I], shared_, I, FirstWins)), ...);
+    ((children_[I] = run_child(std::move(tasks), std::get<I>(slots_), errors_[I], shared_, I, FirstWins)),
+     ...);
   }
 
   when_shared shared_;

@@ -41,23 +41,25 @@ struct accept_direct_state;  // the same, into slots
 bool state_ready(const accept_state& s) noexcept;
 void state_cancel(accept_state& s, std::uint64_t wait) noexcept;
 std::uint64_t state_wait(const accept_state& s) noexcept;
-executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h, std::int64_t deadline);
+executor* state_suspend(const std::shared_ptr<accept_state>& s, std::coroutine_handle<> h,
+                        std::int64_t deadline);
 net::tcp_stream state_resume(accept_state& s);
 // The same for the stream into slots (its state type is incomplete here, so it has its own overloads).
 bool state_ready(const accept_direct_state& s) noexcept;
 void state_cancel(accept_direct_state& s, std::uint64_t wait) noexcept;
 std::uint64_t state_wait(const accept_direct_state& s) noexcept;
-executor* state_suspend(const std::shared_ptr<accept_direct_state>& s, std::coroutine_handle<> h, std::int64_t deadline);
+executor* state_suspend(const std::shared_ptr<accept_direct_state>& s, std::coroutine_handle<> h,
+                        std::int64_t deadline);
 direct_fd state_resume(accept_direct_state& s);
-}
+}  // namespace uring::detail
 
 namespace uring::net {
 
 // Result: tcp_stream (accept_stream) or direct_fd (accept_direct_stream).
 template <class Result>
 class basic_accept_stream {
-  using state_type =
-      std::conditional_t<std::is_same_v<Result, direct_fd>, detail::accept_direct_state, detail::accept_state>;
+  using state_type = std::conditional_t<std::is_same_v<Result, direct_fd>, detail::accept_direct_state,
+                                        detail::accept_state>;
 
  public:
   // The connections of the listening socket `listen_fd` (not owned: it must outlive the stream).
@@ -95,7 +97,7 @@ namespace uring {
 // within `d`. (Only the accept streams' next() is a state_awaitable.)
 template <class State, class Result, class Rep, class Period>
 detail::state_awaitable<State, Result> with_timeout(detail::state_awaitable<State, Result> op,
-                                                   std::chrono::duration<Rep, Period> d) noexcept {
+                                                    std::chrono::duration<Rep, Period> d) noexcept {
   op.set_timeout(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
   return op;
 }

@@ -60,8 +60,8 @@ bool recv_ready(const recv_state& s) noexcept;
 // Arms the receive if needed (and the timer, if `deadline_ns`, a CLOCK_MONOTONIC time, is not 0) and makes
 // `h` its waiter. Returns the executor it waits on, or null if the result is there after all (nothing
 // waits); `*wait` is set to the wait's number (what a stop request names).
-executor* recv_suspend(const std::shared_ptr<recv_state>& s, std::coroutine_handle<> h, std::int64_t deadline_ns,
-                       std::uint64_t* wait);
+executor* recv_suspend(const std::shared_ptr<recv_state>& s, std::coroutine_handle<> h,
+                       std::int64_t deadline_ns, std::uint64_t* wait);
 net::leased_buffer recv_resume(recv_state& s);  // throws the error
 net::recv_result recv_resume_nothrow(recv_state& s) noexcept;
 // A stop request for wait number `wait`: ends it with ECANCELED, on the owner thread (posted there from
@@ -124,9 +124,7 @@ class [[nodiscard]] basic_recv_awaitable {
   }
 
   // The same receive, awaited without exceptions: yields recv_result.
-  basic_recv_awaitable<false> nothrow() && noexcept
-    requires Throw
-  {
+  basic_recv_awaitable<false> nothrow() && noexcept requires Throw {
     basic_recv_awaitable<false> r(std::move(state_), std::move(token_));
     r.set_timeout(timeout_);
     return r;
@@ -182,7 +180,8 @@ net::basic_recv_awaitable<Throw> with_timeout(net::basic_recv_awaitable<Throw> o
 
 // The leased receive, failing with ECANCELED when `token` is stopped (from any thread).
 template <bool Throw>
-net::basic_recv_awaitable<Throw> with_stop_token(net::basic_recv_awaitable<Throw> op, std::stop_token token) noexcept {
+net::basic_recv_awaitable<Throw> with_stop_token(net::basic_recv_awaitable<Throw> op,
+                                                 std::stop_token token) noexcept {
   op.set_stop_token(std::move(token));
   return op;
 }

@@ -44,7 +44,6 @@ namespace uring::net {
 // As a timeout: none.
 inline constexpr std::chrono::nanoseconds no_timeout{0};
 
-
 class tcp_stream : public socket {
  public:
   using socket::socket;
@@ -63,7 +62,9 @@ class tcp_stream : public socket {
   // Receives up to buf.size() bytes; yields the count, 0 when the peer has shut its side down.
   [[nodiscard]] detail::io_awaitable<std::size_t> read_some(mutable_buffer buf) const noexcept {
     return {"read_some",
-            {.code = detail::op_code::recv, .fd = fd(), .len = detail::clamp_len(buf.size()),
+            {.code = detail::op_code::recv,
+             .fd = fd(),
+             .len = detail::clamp_len(buf.size()),
              .addr = buf.data()}};
   }
 
@@ -83,8 +84,11 @@ class tcp_stream : public socket {
   // Sends up to buf.size() bytes; yields the count, which may be short.
   [[nodiscard]] detail::io_awaitable<std::size_t> write_some(const_buffer buf) const noexcept {
     return {"write_some",
-            {.code = detail::op_code::send, .fd = fd(), .len = detail::clamp_len(buf.size()),
-             .op_flags = MSG_NOSIGNAL, .addr = const_cast<void*>(buf.data())}};
+            {.code = detail::op_code::send,
+             .fd = fd(),
+             .len = detail::clamp_len(buf.size()),
+             .op_flags = MSG_NOSIGNAL,
+             .addr = const_cast<void*>(buf.data())}};
   }
 
   // Sends up to buf.size() bytes without copying them (IORING_OP_SEND_ZC, kernel 6.0; elsewhere, and with
@@ -106,19 +110,22 @@ class tcp_stream : public socket {
 
   // Shuts down one or both directions: SHUT_WR (the peer reads end of stream), SHUT_RD, SHUT_RDWR.
   [[nodiscard]] detail::io_awaitable<void> shutdown(int how = SHUT_WR) const noexcept {
-    return {"shutdown", {.code = detail::op_code::shutdown, .fd = fd(), .len = static_cast<std::uint32_t>(how)}};
+    return {"shutdown",
+            {.code = detail::op_code::shutdown, .fd = fd(), .len = static_cast<std::uint32_t>(how)}};
   }
 
   // Fills `buf` completely. If the peer ends the stream first, throws std::system_error(ENODATA,
   // "read_exactly: end of stream after N of M bytes"); the bytes read so far are in buf.
-  task<void> read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout = no_timeout, std::stop_token stop = {}) const;
+  task<void> read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout = no_timeout,
+                          std::stop_token stop = {}) const;
   // Sends all of `buf`, looping on short writes. A buffer of 64 KiB or more goes by zero-copy sends where
   // the executor has them (natively, kernel 6.0+; measured in bench/README.md), a smaller one by copying
   // sends; either way the buffer is the caller's again when the co_await returns. A zero-copy write that
   // times out or is stopped after the kernel took pages of the buffer can only get them back by resetting
   // the connection (a peer that does not read never acknowledges them): it does so, and fails with
   // ETIMEDOUT or ECANCELED as any write_all; the stream is then reset (ECONNRESET for the peer).
-  task<void> write_all(const_buffer buf, std::chrono::nanoseconds timeout = no_timeout, std::stop_token stop = {}) const;
+  task<void> write_all(const_buffer buf, std::chrono::nanoseconds timeout = no_timeout,
+                       std::stop_token stop = {}) const;
 
   // TCP_NODELAY (TCP only).
   void set_nodelay(bool on);

@@ -69,16 +69,16 @@ class udp_socket : public socket {
   static udp_socket bind(const address& local, bool reuse_port = false);
 
   // Sends one datagram to `to`; yields the bytes sent.
-  [[nodiscard]] detail::io_awaitable<std::size_t, true, detail::msg_payload> send_to(const_buffer buf,
-                                                                                     const address& to) const {
+  [[nodiscard]] detail::io_awaitable<std::size_t, true, detail::msg_payload> send_to(
+      const_buffer buf, const address& to) const {
     detail::msg_payload p{to, {const_cast<void*>(buf.data()), buf.size()}, {}};
-    return {"send_to",
-            {.code = detail::op_code::sendmsg, .fd = fd(), .op_flags = MSG_NOSIGNAL},
-            std::move(p)};
+    return {
+        "send_to", {.code = detail::op_code::sendmsg, .fd = fd(), .op_flags = MSG_NOSIGNAL}, std::move(p)};
   }
 
   // Receives one datagram into `buf`; yields its size and sender.
-  [[nodiscard]] detail::io_awaitable<datagram, true, detail::recv_from_payload> recv_from(mutable_buffer buf) const {
+  [[nodiscard]] detail::io_awaitable<datagram, true, detail::recv_from_payload> recv_from(
+      mutable_buffer buf) const {
     detail::recv_from_payload p;
     p.iov = {buf.data(), buf.size()};
     return {"recv_from", {.code = detail::op_code::recvmsg, .fd = fd()}, std::move(p)};

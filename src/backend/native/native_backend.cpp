@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "setup/liburing_compat.hpp"
 #include "ops/op_table.hpp"
+#include "setup/liburing_compat.hpp"
 #include "setup/setup_error.hpp"
 #include "uring/error.hpp"
 
