@@ -32,23 +32,14 @@ using uring::test::unique_fd;
 
 class FileOps : public uring::test::backend_test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/uring_file_ops_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr) << std::strerror(errno);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
   // A new file of this test's directory, open read-write.
   unique_fd new_file(const std::string& name) const {
-    unique_fd fd(::open((dir_ + "/" + name).c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+    unique_fd fd(::open((dir_.path + "/" + name).c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
     EXPECT_GE(fd.get(), 0) << std::strerror(errno);
     return fd;
   }
 
-  std::string dir_;
+  uring::test::temp_dir dir_{"uring_file_ops_test"};
 };
 
 struct stat_result {
@@ -142,7 +133,7 @@ TEST_P(FileOps, FallocateReservesAndPunchesAsTheSyscallDoes) {
 TEST_P(FileOps, FtruncateGrowsAndShrinksAsTheSyscallDoes) {
   unique_fd fd = new_file("t");
   ASSERT_EQ(::write(fd.get(), "0123456789", 10), 10);
-  unique_fd ro(::open((dir_ + "/t").c_str(), O_RDONLY | O_CLOEXEC));
+  unique_fd ro(::open((dir_.path + "/t").c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_GE(ro.get(), 0);
   errno = 0;
   const int syscall_errno =

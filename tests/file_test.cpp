@@ -51,18 +51,9 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 class File : public uring::test::backend_test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/uring_file_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr) << std::strerror(errno);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
-  [[nodiscard]] std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  [[nodiscard]] std::string path(const std::string& name) const { return dir_.path + "/" + name; }
 
-  std::string dir_;
+  uring::test::temp_dir dir_{"uring_file_test"};
 };
 
 TEST_P(File, OpenWriteReadSyncStatAndClose) {
@@ -110,7 +101,7 @@ TEST_P(File, StatxFillsTheCallersStruct) {
   ASSERT_EQ(::close(::open(target.c_str(), O_CREAT | O_WRONLY, 0600)), 0);
   ASSERT_EQ(::truncate(target.c_str(), 4096 + 7), 0);
   ASSERT_EQ(::symlink("target", path("link").c_str()), 0);
-  unique_fd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  unique_fd dir(::open(dir_.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ASSERT_GE(dir.get(), 0);
   run([&]() -> task<void> {
     struct statx out {};
@@ -137,7 +128,7 @@ TEST_P(File, StatxFillsTheCallersStruct) {
 
 TEST_P(File, OpenAtResolvesRelativeToTheDirectory) {
   run([&]() -> task<void> {
-    int dirfd = co_await uring::open(dir_, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dirfd = co_await uring::open(dir_.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int fd = co_await uring::open_at(dirfd, "rel", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
     co_await uring::write(fd, std::string_view("x"), 0);
     co_await uring::close(fd);
@@ -177,17 +168,16 @@ TEST_P(File, OpenOfAMissingPathThrowsEnoentNamingOpen) {
 }
 
 TEST_P(File, TheAwaitableOwnsItsPath) {
-  unique_fd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  unique_fd dir(::open(dir_.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   ASSERT_GE(dir.get(), 0);
   run([&]() -> task<void> {
     // The strings die at the end of each full expression, long before the co_await. "s" is short enough
     // to live inside the std::string (no heap), so every move of the awaitable moves its bytes too.
     auto short_op = uring::open_at(dir.get(), std::string("s"), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-    auto long_op =
-        uring::open(std::string(dir_) + "/a-name-long-enough-for-the-heap", O_CREAT | O_WRONLY, 0600);
+    auto long_op = uring::open(dir_.path + "/a-name-long-enough-for-the-heap", O_CREAT | O_WRONLY, 0600);
     auto moved = std::move(short_op);
     auto timed = uring::with_timeout(std::move(long_op), 5s);
-    auto stat_op = uring::stat(std::string(dir_) + "/s");
+    auto stat_op = uring::stat(dir_.path + "/s");
     auto stat_moved = uring::with_stop_token(std::move(stat_op), std::stop_token{});
     int a = co_await std::move(moved);
     int b = co_await std::move(timed);

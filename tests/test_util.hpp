@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -46,6 +48,22 @@ struct pipe_pair {
 };
 
 // An unlinked temporary file, open for reading and writing.
+// A fresh directory under /tmp, removed with everything in it when this goes.
+struct temp_dir {
+  std::string path;
+  explicit temp_dir(const char* name = "uring_test") {
+    std::string tmpl = std::string("/tmp/") + name + ".XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::system_error(errno, std::system_category(), "mkdtemp");
+    path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+};
+
 inline unique_fd temp_file() {
   int fd = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "open(O_TMPFILE)");

@@ -39,8 +39,9 @@ inline std::uint32_t clamp_len(std::size_t n) noexcept {
   return static_cast<std::uint32_t>(n < kMax ? n : kMax);
 }
 
-// A read or write of `size` bytes at `addr`: on a plain fd, or (direct) on a slot of the executor's table
-// of direct descriptors (uring/direct.hpp). Both go straight into the SQ.
+// A read or write of `size` bytes at `addr` (vectored: `size` iovecs), on a plain fd, or (direct) on a
+// slot of the executor's table of direct descriptors (uring/direct.hpp). A plain read or write goes
+// straight into the SQ.
 inline io_awaitable<std::size_t> rw(const char* name, op_code code, bool direct, std::int32_t fd, void* addr,
                                     std::size_t size, std::uint64_t offset) noexcept {
   return {name,
@@ -71,12 +72,9 @@ inline detail::io_awaitable<std::size_t> write(int fd, const_buffer buf,
 // buffers it points at must stay valid until the co_await returns. Minimum kernel 5.1.
 inline detail::io_awaitable<std::size_t> readv(int fd, std::span<const ::iovec> bufs,
                                                std::uint64_t offset = current_position) noexcept {
-  return {"readv",
-          {.code = detail::op_code::readv,
-           .fd = fd,
-           .len = static_cast<std::uint32_t>(bufs.size()),
-           .offset = offset,
-           .addr = const_cast<::iovec*>(bufs.data())}};
+  return detail::rw("readv", detail::op_code::readv, false, fd, const_cast<::iovec*>(bufs.data()),
+                    bufs.size(),
+                    offset);  // len: the count of buffers
 }
 
 // Writes the buffers of `bufs` in turn (writev(2)) at `offset` (or at the current position). Yields the
@@ -84,12 +82,9 @@ inline detail::io_awaitable<std::size_t> readv(int fd, std::span<const ::iovec> 
 // co_await returns. Minimum kernel 5.1.
 inline detail::io_awaitable<std::size_t> writev(int fd, std::span<const ::iovec> bufs,
                                                 std::uint64_t offset = current_position) noexcept {
-  return {"writev",
-          {.code = detail::op_code::writev,
-           .fd = fd,
-           .len = static_cast<std::uint32_t>(bufs.size()),
-           .offset = offset,
-           .addr = const_cast<::iovec*>(bufs.data())}};
+  return detail::rw("writev", detail::op_code::writev, false, fd, const_cast<::iovec*>(bufs.data()),
+                    bufs.size(),
+                    offset);  // len: the count of buffers
 }
 
 // Waits until `fd` is ready for any of `events` (POLLIN, POLLOUT, ...; <poll.h>) and yields the events
