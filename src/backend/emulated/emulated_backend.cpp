@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/emulated/direct_table.hpp"
 #include "backend/emulated/eventfd_slot.hpp"
 #include "ops/op_table.hpp"
 #include "ops/syscall.hpp"
@@ -62,16 +63,12 @@ class emulated_backend final : public backend {
   emulated_backend(const executor_options& opts, executor_stats& stats)
       : stats_(stats),
         refused_(opts.allowed_ops.refused().without(kExecutorOwnOps)),
-        direct_(opts.direct_files, -1) {
+        direct_(opts.direct_files) {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0)
       throw std::system_error(errno, std::system_category(), "emulated backend: epoll_create1");
   }
   ~emulated_backend() override {
-    for (int fd : direct_) {
-      if (fd >= 0) ::close(fd);
-    }
-    for (int fd : closing_) ::close(fd);
     ::close(epoll_fd_);
     if (timer_fd_ >= 0) ::close(timer_fd_);
   }
@@ -176,7 +173,7 @@ class emulated_backend final : public backend {
 
   // `in_worker`: the kernel would have completed it in an io-wq worker (see run_sync).
   void post(operation& op, int res, std::uint32_t flags = 0, bool in_worker = false) {
-    if (op.request.code == op_code::accept_direct && res >= 0) res = adopt_direct(res);
+    if (op.request.code == op_code::accept_direct && res >= 0) res = direct_.adopt(res);
     done_.push_back(completion{reinterpret_cast<std::uint64_t>(&op), res, flags});
     eventfd_.note_post(in_worker);
   }
@@ -197,7 +194,7 @@ class emulated_backend final : public backend {
     if (r.direct) [[unlikely]] {
       if (r.code == op_code::close) return post(op, close_direct(r.fd));
       // The slot's file, as the kernel looks it up when the operation is issued.
-      const int fd = r.fd >= 0 && static_cast<std::size_t>(r.fd) < direct_.size() ? direct_[r.fd] : -1;
+      const int fd = direct_.lookup(r.fd);
       if (fd < 0) return post(op, -EBADF);
       op.request.fd = fd;
       op.request.direct = false;
@@ -236,7 +233,7 @@ class emulated_backend final : public backend {
         post(op, cancel_fd(r.fd));
         return;
       case op_code::install_direct:
-        post(op, install_direct(*static_cast<int*>(r.addr)));
+        post(op, direct_.install(*static_cast<int*>(r.addr)));
         return;
       case op_code::plain_fd:  // the slot's file was looked up above, as the kernel does
         post(op, retry_eintr([&] { return ::fcntl(r.fd, F_DUPFD_CLOEXEC, 0); }));
@@ -300,7 +297,7 @@ class emulated_backend final : public backend {
       int fd = attempt(op.request);
       if (fd == -EAGAIN) return false;
       // Into a slot: a full table closes the connection and ends the request, as the kernel's does.
-      if (fd >= 0 && op.request.code == op_code::accept_multishot_direct) fd = adopt_direct(fd);
+      if (fd >= 0 && op.request.code == op_code::accept_multishot_direct) fd = direct_.adopt(fd);
       if (fd < 0) {
         post(op, fd);
         return true;
@@ -386,44 +383,13 @@ class emulated_backend final : public backend {
   void forget(std::unordered_map<int, fd_state>::iterator it) {
     const int fd = it->first;
     fds_.erase(it);
-    if (closing_.erase(fd) != 0) ::close(fd);
+    direct_.released(fd);
   }
 
-  // Direct descriptors: `fd` becomes the table's own, in the lowest free slot (where the kernel's
-  // IORING_FILE_INDEX_ALLOC picks its own). Returns the slot; without room, closes fd and returns -ENFILE
-  // (the kernel's answer, also for a missing table).
-  int adopt_direct(int fd) {
-    auto slot = std::find(direct_.begin(), direct_.end(), -1);
-    if (slot == direct_.end()) {
-      ::close(fd);
-      return -ENFILE;
-    }
-    *slot = fd;
-    return static_cast<int>(slot - direct_.begin());
-  }
-  // install_direct: a slot holds a duplicate of the fd, so the caller's fd stays its own, as the kernel's
-  // table holds its own reference to the file. The slot is written over `fd`; the result is the count
-  // installed.
-  int install_direct(int& fd) {
-    if (direct_.empty()) return -ENXIO;
-    const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (dup < 0) return -errno;
-    const int slot = adopt_direct(dup);
-    if (slot < 0) return slot;
-    fd = slot;
-    return 1;
-  }
-  // Empties a slot. Operations waiting on its file keep it, as in the kernel: it is closed once the last
-  // of them is done (forget).
+  // Empties a direct slot. Operations waiting on its file keep it, as in the kernel: it is closed once the
+  // last of them is done (forget).
   int close_direct(int index) {
-    if (index < 0 || static_cast<std::size_t>(index) >= direct_.size() || direct_[index] < 0) return -EBADF;
-    const int fd = std::exchange(direct_[index], -1);
-    if (fds_.count(fd) != 0) {
-      closing_.insert(fd);
-    } else {
-      ::close(fd);
-    }
-    return 0;
+    return direct_.empty(index, [this](int fd) { return fds_.count(fd) != 0; });
   }
 
   // False if the fd cannot be watched.
@@ -555,8 +521,7 @@ class emulated_backend final : public backend {
   std::deque<completion> done_;
   std::unordered_map<int, fd_state> fds_;
   std::unordered_map<operation*, std::uint64_t> waiting_;  // parked operations and their wait ids
-  std::vector<int> direct_;          // the table of direct descriptors: a dup per slot, -1 when empty
-  std::unordered_set<int> closing_;  // dups of emptied slots that operations still wait on
+  emulated_direct_table direct_;
   std::uint64_t last_wait_id_ = 0;
   std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
   emulated_eventfd_slot eventfd_;
