@@ -111,8 +111,9 @@ class backend {
   // Hands the operations of the list starting at `first` (linked by operation::next, in order) over in one
   // call, and with `wait` blocks until a completion is available (or a signal interrupts the wait). A list
   // longer than the submission queue costs extra submits, never a lost operation. Cheap when there is
-  // nothing to do. One virtual call per turn, not per operation. Marks each operation submitted; one
-  // that completes_early (cancelled_early, refused) is not started but completes with early_result().
+  // nothing to do. One virtual call per turn, not per operation. Marks each operation submitted. The
+  // executor keeps out of the list what completes without a backend (cancelled before its turn, refused
+  // by the allowlist), and counts what it hands over.
   virtual void submit(operation* first, bool wait) = 0;
   // Hands over what the backend queued itself (messages, cancels) if anything; never waits, and costs no
   // syscall when there is nothing to hand over.
@@ -211,8 +212,8 @@ std::unique_ptr<backend> make_native_backend(const executor_options& opts, execu
 // The executor still refuses user operations of these kinds unless the list names them.
 inline constexpr op_set kExecutorOwnOps = op_set{}.add(op_code::read).add(op_code::cancel_fd);
 
-// The in-process emulation of the same contract (epoll and non-blocking syscalls); it refuses operations
-// outside opts.allowed_ops (plus kExecutorOwnOps) with -EACCES, as the kernel's restrictions would.
+// The in-process emulation of the same contract (epoll and non-blocking syscalls); as a restricted ring's
+// kernel, it refuses operations outside opts.allowed_ops (plus kExecutorOwnOps) with -EACCES.
 std::unique_ptr<backend> make_emulated_backend(const executor_options& opts, executor_stats& stats);
 
 }  // namespace uring::detail

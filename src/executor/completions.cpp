@@ -46,7 +46,18 @@ void executor::impl::on_raw_cqe(const detail::completion& c) noexcept {
 
 // Completes every available completion. During shutdown the completions are only counted: nothing is
 // resumed, because the frames are about to be destroyed.
+void executor::impl::complete_early() {
+  early_batch.swap(early);  // completing one may queue another: it waits for the next turn
+  for (detail::operation* op : early_batch) {
+    const detail::completion c{reinterpret_cast<std::uint64_t>(op), detail::early_result(op->state), 0};
+    dispatch_batch(&c, 1);
+  }
+  early_batch.clear();
+}
+
 void executor::impl::reap_and_complete() {
+  if (!early.empty()) [[unlikely]]
+    complete_early();
   constexpr unsigned kBatch = 64;
   detail::completion batch[kBatch];
   if (cq.cqes != nullptr) [[likely]] {

@@ -62,6 +62,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
     impl_->ring->offer_inline_sq(queue_);
     impl_->ring->offer_inline_cq(impl_->cq);
   }
+  queue_.started = impl_->stats.ops.data();  // the inline path counts what it starts
   queue_.update_inline_codes();
   impl_->msg_ring_ok = impl_->plan.backend == backend_kind::native && impl_->plan.msg_ring;
   impl_->raw_ring_ok = impl_->msg_ring_ok && probed_kernel().msg_ring_flags_pass;

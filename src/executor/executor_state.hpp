@@ -58,6 +58,8 @@ struct executor::impl {
   // --- The loop (turn.cpp).
   std::vector<std::coroutine_handle<>> ready;
   std::vector<std::coroutine_handle<>> resuming;  // the turn's batch; kept to reuse its capacity
+  std::vector<detail::operation*> early;          // operations that complete without the backend
+  std::vector<detail::operation*> early_batch;    // the ones being completed; kept to reuse its capacity
   bool running = false;
   std::size_t resumed = 0;  // coroutines resumed from the ready list, for poll()'s answer
   std::atomic<bool> stop_requested{false};
@@ -125,6 +127,11 @@ struct executor::impl {
   // turn.cpp. Hands the turn's operations to the backend; sleeps in it only if nothing else can make
   // progress.
   void submit_and_maybe_sleep();
+  // The turn's queued operations for the backend, less those that complete without it (cancelled before
+  // their turn, refused by the allowlist: they wait in `early`); counts each one handed over.
+  detail::operation* take_turn();
+  // backend->submit of the turn's operations; waits (if asked) only when nothing completed early.
+  void submit(bool wait) { backend->submit(take_turn(), wait && early.empty()); }
   // busy_poll: what the turn started goes to the kernel first (the peer may be spinning for it), then the
   // loop watches its CQ, its mailbox and stop() until the window ends. True: work came.
   bool spin_until_work();
@@ -133,6 +140,8 @@ struct executor::impl {
   // completions.cpp. Completes every available completion. During shutdown the completions are only
   // counted: nothing is resumed, because the frames are about to be destroyed.
   void reap_and_complete();
+  // Completes the operations that never reached the backend, as their CQEs would.
+  void complete_early();
   void dispatch_batch(const detail::completion* batch, unsigned n);
   void dispatch_closed(const detail::completion* batch, unsigned n);
   void dispatch(detail::op_queue& q, const detail::completion& c);

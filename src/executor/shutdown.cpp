@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <utility>
 
 #include "executor/executor_state.hpp"
 #include "net/zc_shutdown.hpp"
@@ -30,13 +31,17 @@ void executor::impl::quiesce() noexcept {
   queue.set_closed(true);
   hub->quiesce();
   // Operations awaited this turn never reached the kernel: forget them.
-  for (detail::operation* op = queue.take_all(); op != nullptr;) {
-    detail::operation* next = op->next;  // a multishot operation may free itself
+  auto forget = [this](detail::operation* op) {
     --queue.inflight;
     op->state = detail::op_state::idle;
     if (op->multishot) complete_multishot(*op, detail::completion{0, -ECANCELED, 0});
+  };
+  for (detail::operation* op = queue.take_all(); op != nullptr;) {
+    detail::operation* next = op->next;  // a multishot operation may free itself
+    forget(op);
     op = next;
   }
+  for (detail::operation* op : std::exchange(early, {})) forget(op);
   try {
     if (backend) backend->flush();  // messages already sent must leave before the ring closes
     if (queue.inflight > 0) {
@@ -105,7 +110,7 @@ void executor::impl::drain_cancelled() {
       timer.request = {.code = detail::op_code::timeout, .op_flags = detail::kTimeoutAbsolute, .addr = &at};
       queue.push(timer);
     }
-    backend->submit(queue.take_all(), true);
+    submit(true);
     reap_and_complete();
   }
   if (timer.state == detail::op_state::idle) return;

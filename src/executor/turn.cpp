@@ -13,17 +13,17 @@ void executor::impl::submit_and_maybe_sleep() {
   bool may_sleep = ready.empty() && remote.empty() && !stop_requested.load(std::memory_order_relaxed);
   if (may_sleep && busy_poll.count() > 0 && spin_until_work()) may_sleep = false;
   if (!may_sleep) {
-    backend->submit(queue.take_all(), false);
+    submit(false);
     return;
   }
   arm_wake();
   sleeping.store(true, std::memory_order_relaxed);
-  backend->submit(queue.take_all(), true);
+  submit(true);
   sleeping.store(false, std::memory_order_relaxed);
 }
 
 bool executor::impl::spin_until_work() {
-  backend->submit(queue.take_all(), false);
+  submit(false);
   const auto deadline = std::chrono::steady_clock::now() + busy_poll;
   for (unsigned i = 1;; ++i) {
     if (backend->poll_completions() || !remote.empty() || stop_requested.load(std::memory_order_relaxed)) {
@@ -38,6 +38,21 @@ bool executor::impl::spin_until_work() {
     }
     __builtin_ia32_pause();
   }
+}
+
+detail::operation* executor::impl::take_turn() {
+  detail::operation* first = queue.take_all();
+  for (detail::operation** link = &first; *link != nullptr;) {
+    detail::operation* op = *link;
+    if (detail::completes_early(op->state)) [[unlikely]] {
+      *link = op->next;
+      early.push_back(op);
+      continue;
+    }
+    ++stats.ops[static_cast<std::size_t>(op->request.code)];
+    link = &op->next;
+  }
+  return first;
 }
 
 void executor::impl::run_ready() {
@@ -71,13 +86,13 @@ std::size_t executor::poll() {
   }
   im.run_remote();
   im.run_ready();
-  im.backend->submit(queue_.take_all(), false);
+  im.submit(false);
   const std::uint64_t reaped = im.stats.cqes;
   im.reap_and_complete();
   im.run_ready();
   // What the resumed coroutines started goes to the kernel now, not at the next poll, which might never
   // come: operations, and the messages and cancels that the backend queued directly.
-  im.backend->submit(queue_.take_all(), false);
+  im.submit(false);
   if (im.failure) {
     im.shutdown();
     std::rethrow_exception(std::exchange(im.failure, nullptr));
@@ -86,7 +101,7 @@ std::size_t executor::poll() {
   // kernel signals only when its deferred list goes from empty to non-empty (and may leave part of a long
   // list for a later enter), so after reaping anything look once more rather than strand the rest.
   if (notify >= 0 &&
-      (!im.ready.empty() || !im.remote.empty() ||
+      (!im.ready.empty() || !im.remote.empty() || !im.early.empty() ||
        (im.stats.cqes != reaped && any(im.backend->active_flags() & ring_flags::defer_taskrun)))) {
     impl::signal(notify);
   }

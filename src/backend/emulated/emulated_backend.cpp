@@ -62,8 +62,8 @@ class emulated_backend final : public backend {
  public:
   emulated_backend(const executor_options& opts, executor_stats& stats)
       : stats_(stats),
-        refused_(opts.allowed_ops.refused().without(kExecutorOwnOps)),
-        direct_(opts.direct_files) {
+        direct_(opts.direct_files),
+        refused_(opts.allowed_ops.refused().without(kExecutorOwnOps)) {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0)
       throw std::system_error(errno, std::system_category(), "emulated backend: epoll_create1");
@@ -78,17 +78,13 @@ class emulated_backend final : public backend {
   void submit(operation* first, bool wait) override {
     for (operation* op = first; op != nullptr;) {
       operation* next = op->next;
-      if (completes_early(op->state)) [[unlikely]] {
-        post(*op, early_result(op->state));
-      } else if (refused_.contains(op->request.code)) [[unlikely]] {
+      op->state = op_state::submitted;
+      ++stats_.sqes;
+      if (refused_.contains(op->request.code)) [[unlikely]] {
         // What the kernel does with an SQE its restrictions refuse: the operation fails, -EACCES. (The
-        // executor refuses such operations before they get here; this keeps the contract the same.)
-        op->state = op_state::submitted;
+        // executor refuses such operations before they get here; this is the restricted ring's own check.)
         post(*op, -EACCES);
       } else {
-        op->state = op_state::submitted;
-        ++stats_.sqes;
-        ++stats_.ops[static_cast<std::size_t>(op->request.code)];
         start(*op);
       }
       op = next;
@@ -516,12 +512,12 @@ class emulated_backend final : public backend {
   }
 
   executor_stats& stats_;
-  const op_set refused_;  // the allowlist as a restricted ring's kernel enforces it
   int epoll_fd_ = -1;
   std::deque<completion> done_;
   std::unordered_map<int, fd_state> fds_;
   std::unordered_map<operation*, std::uint64_t> waiting_;  // parked operations and their wait ids
   emulated_direct_table direct_;
+  const op_set refused_;  // the allowlist as a restricted ring's kernel enforces it
   std::uint64_t last_wait_id_ = 0;
   std::priority_queue<timer, std::vector<timer>, std::greater<>> timers_;
   emulated_eventfd_slot eventfd_;

@@ -171,7 +171,7 @@ class native_backend final : public backend, public native_ring {
     for (const op_row& row : kOpTable) {
       if (allowed.allows(row.code)) allow_op(row.kernel_opcode);
     }
-    // The executor's own (kExecutorOwnOps, and linked timeouts): its wake-up read of its eventfd,
+    // The executor's own (and linked timeouts): its wake-up read of its eventfd,
     // cancellation (also the shutdown that drains every operation before frames are freed) and
     // with_timeout. User operations of these kinds are still refused by the executor unless listed.
     allow_op(IORING_OP_READ);
@@ -232,12 +232,7 @@ class native_backend final : public backend, public native_ring {
     unsigned tail = ring_.sq.sqe_tail;
     unsigned free = sq_free(tail);
     for (operation* op = first; op != nullptr; op = op->next) {
-      if (completes_early(op->state)) [[unlikely]] {
-        backlog_.push_back(completion{reinterpret_cast<std::uint64_t>(op), early_result(op->state), 0});
-        continue;
-      }
       op->state = op_state::submitted;
-      ++stats_.ops[static_cast<std::size_t>(op->request.code)];
       const io_request& r = op->request;
       if (r.code <= op_code::write && r.link_timeout == nullptr) [[likely]] {
         if (free == 0) [[unlikely]] {
@@ -318,7 +313,6 @@ class native_backend final : public backend, public native_ring {
     q.sq_mask = ring_.sq.ring_mask;
     q.sq_entries = ring_.sq.ring_entries;
     q.sq_limit = *ring_.sq.khead + ring_.sq.ring_entries;
-    q.started = stats_.ops.data();
   }
 
   void offer_inline_cq(cq_view& v) noexcept override { v = cq_; }
