@@ -420,6 +420,16 @@ bool worked(kernel_features& f, const char* feature, std::string why_not) {
   return false;
 }
 
+// A feature that needs `prerequisite`, which is off: off too, for that one's reason where it has one (a
+// ring refused under RLIMIT_MEMLOCK, say), so that every feature the probe found off says why.
+bool has(kernel_features& f, const char* feature, const char* prerequisite, bool on) {
+  if (on) return true;
+  if (auto it = f.reasons.find(prerequisite); it != f.reasons.end()) {
+    f.reasons[feature] = std::string("needs ") + prerequisite + ", which is off: " + it->second;
+  }
+  return false;
+}
+
 }  // namespace
 
 kernel_features probe_kernel() {
@@ -432,7 +442,8 @@ kernel_features probe_kernel() {
   // reason: the kernel is simply older). Where the list itself could not be read, the trial decides.
   f.msg_ring = maybe_supported(f, IORING_OP_MSG_RING) && worked(f, "msg_ring", probe_msg_ring());
   f.send_msg_ring = worked(f, "send_msg_ring", probe_send_msg_ring());
-  f.msg_ring_flags_pass = f.msg_ring && worked(f, "msg_ring_flags_pass", probe_msg_ring_flags_pass());
+  f.msg_ring_flags_pass = has(f, "msg_ring_flags_pass", "msg_ring", f.msg_ring) &&
+                          worked(f, "msg_ring_flags_pass", probe_msg_ring_flags_pass());
   f.eventfd_register = worked(f, "eventfd_register", probe_eventfd_register());
   f.buf_ring = worked(f, "buf_ring", probe_buf_ring());
   // Where the sockets themselves cannot be made (out of fds, a sandbox without AF_UNIX), the kernel release
@@ -445,7 +456,8 @@ kernel_features probe_kernel() {
   if (maybe_supported(f, IORING_OP_RECV)) {
     std::optional<std::string> why_not = probe_multishot_recv();
     f.multishot_recv = why_not ? worked(f, "multishot_recv", *why_not)
-                               : f.buf_ring && release_at_least(f.kernel_release, 6, 0);
+                               : has(f, "multishot_recv", "buf_ring", f.buf_ring) &&
+                                     release_at_least(f.kernel_release, 6, 0);
   }
   // No trial for SEND_ZC (it would need a connected TCP socket): without the opcode list it stays off.
   f.send_zc = f.supports(IORING_OP_SEND_ZC);
