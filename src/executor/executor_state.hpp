@@ -131,7 +131,10 @@ struct executor::impl {
   // their turn, refused by the allowlist: they wait in `early`); counts each one handed over.
   detail::operation* take_turn();
   // backend->submit of the turn's operations; waits (if asked) only when nothing completed early.
-  void submit(bool wait) { backend->submit(take_turn(), wait && early.empty()); }
+  void submit(bool wait) {
+    detail::operation* const list = take_turn();  // first: it fills `early`, which decides the wait
+    backend->submit(list, wait && early.empty());
+  }
   // busy_poll: what the turn started goes to the kernel first (the peer may be spinning for it), then the
   // loop watches its CQ, its mailbox and stop() until the window ends. True: work came.
   bool spin_until_work();
