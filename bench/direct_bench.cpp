@@ -79,7 +79,7 @@ template <class Fd>
 uring::task<void> writer(Fd fd, const bool* stop, long* count) {
   static const char byte = 0;
   while (!*stop) {
-    co_await uring::write(fd, uring::const_buffer(&byte, 1), 0);
+    co_await uring::write_at(fd, uring::const_buffer(&byte, 1), 0);
     ++*count;
   }
 }
@@ -107,9 +107,9 @@ void executor_writes(benchmark::State& state, bool direct) {
     const thread_cpu start = thread_cpu::now();
     while (state.KeepRunningBatch(kBatch)) {
       if (direct) {
-        co_await uring::write(slot, uring::const_buffer(&byte, 1), 0);
+        co_await uring::write_at(slot, uring::const_buffer(&byte, 1), 0);
       } else {
-        co_await uring::write(fd.get(), uring::const_buffer(&byte, 1), 0);
+        co_await uring::write_at(fd.get(), uring::const_buffer(&byte, 1), 0);
       }
     }
     thread_cpu::now().report(state, start);

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
                                          {"echo", "epoll"},
                                          {"send", "copy"},
                                          {"direct", "raw_fixed"},
+                                         {"fixed_read", "raw_read"},
                                          {"outside_post", "mailbox"},
                                          {"outside_post_wake", "mailbox"}});
   benchmark::RunSpecifiedBenchmarks(&reporter);

@@ -13,6 +13,14 @@ if(TARGET uring_fiber)
 else()
   set(URING_WITH_FIBER OFF)
 endif()
+if(TARGET uring_tls)
+  list(APPEND URING_INSTALLED_TARGETS uring_tls)
+  set(URING_WITH_TLS ON)  # uringConfig.cmake then finds OpenSSL for uring::tls
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/tls/include/uring DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+    FILES_MATCHING PATTERN "*.hpp")
+else()
+  set(URING_WITH_TLS OFF)
+endif()
 install(TARGETS ${URING_INSTALLED_TARGETS} EXPORT uringTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -21,7 +29,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/uring ${PROJECT_SOURCE_DIR}/prot
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${URING_GENERATED_INCLUDE_DIR}/uring/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/uring)
 
-# uring::uring, uring::http, uring::resp (the parsers need neither liburing nor uring::uring) and uring::fiber.
+# uring::uring, uring::http, uring::resp (the parsers need neither liburing nor uring::uring), uring::fiber
+# and uring::tls.
 # The static library links liburing PRIVATE, which the export records as
 # $<LINK_ONLY:Liburing::liburing>: uringConfig.cmake defines that target before loading this file.
 install(EXPORT uringTargets NAMESPACE uring:: DESTINATION ${URING_INSTALL_CMAKEDIR})

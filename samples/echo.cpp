@@ -62,6 +62,7 @@ struct config {
       "hold\n"
       "                   none, a connection at most 16 (default where the kernel has buffer rings);\n"
       "                   copy: a buffer per connection\n"
+      "SIGUSR1: print each executor's operations in flight (kind, fd, age) on stderr.\n"
       "SIGTERM/SIGINT: stop accepting; each connection's input ends, the bytes already received are echoed,\n"
       "then it closes with a FIN; exit 0 within --drain-timeout.\n"
       "A failed accept (out of fds): retried after 10 ms, doubling to 1 s; logged at most once a second.\n");
@@ -113,7 +114,6 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, std::chrono::millis
   } catch (const std::system_error&) {
     // The peer went away in the middle of an echo: nothing to tell it.
   }
-  sample::connection_finished(*w);
 }
 
 // The same with leased receives from the worker's pool: between reads the connection holds no buffer, and
@@ -140,7 +140,6 @@ task<void> serve_leased(tcp_stream s, sample::worker* w, std::chrono::millisecon
   } catch (const std::system_error&) {
     // The peer went away in the middle of an echo: nothing to tell it.
   }
-  sample::connection_finished(*w);
 }
 
 // The connection handler run_server spawns: a plain function object, copied to every thread.

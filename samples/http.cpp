@@ -2,12 +2,13 @@
 //
 //   uring-http [--address 127.0.0.1] [--port 8080] [--threads 1] [--backend auto|native|emulated]
 //              [--root DIR] [--max-connections N] [--header-timeout SECONDS] [--recv leased|copy]
-//              [--write-timeout SECONDS] [--resolve auto|walk]
+//              [--write-timeout SECONDS] [--resolve auto|walk] [--metrics-path PATH]
 //
 // Routes: GET / answers "hello\n" (text/plain); GET /file/<name> answers the file <name> under --root
 // (the rules, symlinks and dotfiles refused, are in http_files.hpp); HEAD is GET without the body;
-// anything else is 404, a method other than GET or HEAD is 405. A target may be in origin-form
-// ("/file/x") or absolute-form ("http://host/file/x": its path is used, the authority ignored).
+// with --metrics-path, GET PATH answers every executor's figures in the Prometheus text format
+// (uring/metrics.hpp); anything else is 404, a method other than GET or HEAD is 405. A target may be in
+// origin-form ("/file/x") or absolute-form ("http://host/file/x": its path is used, the authority ignored).
 // Keep-alive and pipelining: the requests of a connection are answered one at a time, in order. Small
 // answers to requests that arrived together gather and go out in one write (up to out_limit); a file above
 // small_file goes out after them by send_file, a piece at a time. Nothing more is read from a connection
@@ -64,6 +65,7 @@ struct config {
   milliseconds write_timeout{30'000};  // each write, and each piece of a file, must go out within this
   sample::resolve_kind resolve = sample::resolve_kind::automatic;
   const sample::file_root* files = nullptr;  // --root, opened
+  std::string metrics_path;                  // --metrics-path; empty: none
 };
 
 [[noreturn]] void usage(int code) {
@@ -72,6 +74,7 @@ struct config {
       "usage: uring-http [--address IP] [--port N] [--threads N] [--backend auto|native|emulated]\n"
       "                  [--root DIR] [--max-connections N] [--header-timeout SECONDS] [--recv leased|copy]\n"
       "                  [--write-timeout SECONDS] [--resolve auto|walk] [--drain-timeout SECONDS]\n"
+      "                  [--metrics-path PATH]\n"
       "  --address          IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
       "  --port             TCP port (default 8080; 0 picks a free one, printed at start)\n"
       "  --threads          executors, each on its own thread with its own SO_REUSEPORT listener (default "
@@ -92,6 +95,8 @@ struct config {
       "                     (default 5; 0: at once)\n"
       "  --resolve          auto: openat2 beneath --root from the kernel's caches, else a walk (default);\n"
       "                     walk: always one component at a time through the ring\n"
+      "  --metrics-path     serve every executor's counters at this path, Prometheus text format (e.g.\n"
+      "                     /metrics; default: none)\n"
       "GET / -> hello; GET|HEAD /file/NAME -> the regular file NAME under --root. Absolute-form targets\n"
       "(http://host/PATH) are served by their PATH.\n"
       "Files: never outside --root; no symlink is followed (404), dotfiles and dot-directories are 404,\n"
@@ -105,6 +110,7 @@ struct config {
       "  chunks ahead of its answers then is dropped)\n"
       "  receive buffers: 1024 x 4 KiB per thread shared by its connections (leased), 16 KiB a read (copy)\n"
       "  a refused request: its answer gets 1 s, then up to 64 KiB more input is read (1 s) and it closes\n"
+      "SIGUSR1: print each executor's operations in flight (kind, fd, age) on stderr.\n"
       "SIGTERM/SIGINT: stop accepting, answer the requests received, exit 0.\n");
   std::exit(code);
 }
@@ -128,6 +134,13 @@ config parse(int argc, char** argv) {
       c.resolve = r == "walk" ? sample::resolve_kind::walk : sample::resolve_kind::automatic;
     } else if (args.flag() == "--write-timeout") {
       c.write_timeout = milliseconds(static_cast<long>(args.number(0.001, 1e6) * 1000));
+    } else if (args.flag() == "--metrics-path") {
+      c.metrics_path = args.value();
+      if (!c.metrics_path.starts_with('/') || c.metrics_path.starts_with("/file/")) {
+        std::fprintf(stderr, "uring-http: --metrics-path: '%s' must start with / and not be under /file/\n",
+                     c.metrics_path.c_str());
+        usage(2);
+      }
     } else if (args.flag() == "--header-timeout") {
       c.header_timeout = milliseconds(static_cast<long>(args.number(0.001, 1e6) * 1000));
     } else {
@@ -142,14 +155,10 @@ config parse(int argc, char** argv) {
   return c;
 }
 
-// Connections open over all threads: the --max-connections cap. release_connection gives one back and
-// tells the worker the connection finished.
+// Connections open over all threads: the --max-connections cap. release_connection gives one back.
 std::atomic<int> open_connections{0};
 
-void release_connection(sample::worker& w) {
-  open_connections.fetch_sub(1, std::memory_order_relaxed);
-  sample::connection_finished(w);
-}
+void release_connection() { open_connections.fetch_sub(1, std::memory_order_relaxed); }
 
 // Limits of one connection (documented in --help and README.md).
 constexpr std::size_t small_file = 16 * 1024;  // files up to this size are read and sent with their head
@@ -235,7 +244,7 @@ task<bool> answer_file(const config& c, connection& conn, std::string_view rest,
     std::size_t got = 0;
     while (got < body.size()) {
       uring::io_result r =
-          co_await uring::read(f.fd, std::span(body.data() + got, body.size() - got), got).nothrow();
+          co_await uring::read_at(f.fd, std::span(body.data() + got, body.size() - got), got).nothrow();
       if (r.res < 0) {
         append_text(conn.out, 500, "read failed\n", false, keep);
         co_return true;
@@ -253,6 +262,27 @@ task<bool> answer_file(const config& c, connection& conn, std::string_view rest,
                                        conn.w.abort.get_token());
 }
 
+// Every executor's figures (uring::metrics, gathered on each one's own thread) in the Prometheus text
+// format. An executor that has gone shows zeros.
+task<void> answer_metrics(connection& conn, bool head, bool keep) {
+  std::vector<uring::metrics::executor_sample> figures;
+  for (const auto& peer : *conn.w.all) {
+    try {
+      figures.push_back(co_await uring::submit_to(
+          peer->handle, [] { return uring::metrics::sample_of(*uring::executor::current()); }));
+    } catch (const std::system_error&) {
+      figures.emplace_back();
+    }
+  }
+  const std::string body = uring::metrics::render(figures);
+  const uring::http::header type{"Content-Type", "text/plain; version=0.0.4"};
+  if (head) {
+    uring::http::append_response_head(conn.out, 200, std::span(&type, 1), body.size(), keep);
+  } else {
+    uring::http::append_response(conn.out, 200, std::span(&type, 1), body, keep);
+  }
+}
+
 // Answers `req`: appended to `out`, or (a large file) sent. False if the connection must close.
 task<bool> answer(const config& c, connection& conn, const uring::http::request& req) {
   bool head = req.method == "HEAD";
@@ -264,6 +294,10 @@ task<bool> answer(const config& c, connection& conn, const uring::http::request&
   }
   if (path.starts_with("/file/"))
     co_return co_await answer_file(c, conn, path.substr(5), head, req.keep_alive);
+  if (!c.metrics_path.empty() && path == c.metrics_path) {
+    co_await answer_metrics(conn, head, req.keep_alive);
+    co_return true;
+  }
   if (path == "/") {
     append_text(conn.out, 200, "hello\n", head, req.keep_alive);
   } else {
@@ -304,7 +338,7 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
     if (open_connections.fetch_add(1, std::memory_order_relaxed) >= c.max_connections) {
       uring::http::append_response(out, 503, {}, "too many connections\n", false);
       co_await answer_and_close(s, out, w->pool);
-      release_connection(*w);
+      release_connection();
       co_return;
     }
     uring::http::request_parser parser(uring::http::limits{.max_body = max_body});
@@ -372,7 +406,7 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, const config* cfg) 
   } catch (const std::system_error&) {
     // The peer reset or stopped reading in the middle of an answer: nothing to tell it.
   }
-  release_connection(*w);
+  release_connection();
 }
 
 // The connection handler run_server spawns: a plain function object, copied to every thread.

@@ -1,7 +1,8 @@
 // uring-probe: prints what the running kernel's io_uring can do, and what an executor gets from it.
 //
 //   uring-probe          a readable table, the plan for default executor options, the executor's outcome
-//   uring-probe --json   {"kernel": {...}, "plan": {...}} on one line ("plan": null when there is none)
+//   uring-probe --json   {"kernel": {...}, "plan": {...}} on one line ("plan": null when there is none), and
+//                        "ktls": {"available": ..., "reason": ...} where uring::tls is built
 //
 // The plan honours URING_BACKEND and URING_DISABLE, as an executor would. Exit status: 0 when the report
 // was printed, 1 when no plan could be made (e.g. URING_BACKEND=native where io_uring is unusable, or a bad
@@ -14,6 +15,9 @@
 #include <string>
 
 #include <uring/uring.hpp>
+#ifdef URING_WITH_TLS
+#include <uring/tls/ktls.hpp>
+#endif
 
 namespace {
 
@@ -39,8 +43,12 @@ std::optional<uring::executor_plan> default_plan(const uring::kernel_features& k
 int print_json(const uring::kernel_features& kernel) {
   std::string error;
   std::optional<uring::executor_plan> plan = default_plan(kernel, error);
-  std::string out = "{\"kernel\":" + uring::to_json(kernel) +
-                    ",\"plan\":" + (plan ? uring::to_json(*plan) : "null") + "}\n";
+  std::string out =
+      "{\"kernel\":" + uring::to_json(kernel) + ",\"plan\":" + (plan ? uring::to_json(*plan) : "null");
+#ifdef URING_WITH_TLS
+  out += ",\"ktls\":" + uring::tls::to_json(uring::tls::ktls_available());
+#endif
+  out += "}\n";
   std::fputs(out.c_str(), stdout);
   if (!plan) std::fprintf(stderr, "uring-probe: no plan: %s\n", error.c_str());
   return plan ? 0 : 1;
@@ -48,6 +56,11 @@ int print_json(const uring::kernel_features& kernel) {
 
 int print_table(const uring::kernel_features& kernel) {
   std::fputs(uring::to_string(kernel).c_str(), stdout);
+#ifdef URING_WITH_TLS
+  // kTLS (the kernel's "tls" ULP) is not an io_uring feature: uring::tls asks for it on a socket.
+  const auto& ktls = uring::tls::ktls_available();
+  std::printf("ktls              %s%s\n", ktls ? "available" : "unavailable: ", ktls.reason.c_str());
+#endif
   std::string error;
   std::optional<uring::executor_plan> plan = default_plan(kernel, error);
   if (!plan) {

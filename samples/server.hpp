@@ -3,8 +3,8 @@
 //
 // Provides: sample::server_flags and sample::flag_reader (the common flags --address, --port, --threads,
 // --backend, --accept one|reuseport, --recv leased|copy, --drain-timeout and the parsing of numbers),
-// sample::worker, sample::input_ends_at_drain and sample::connection_finished (one executor's connections
-// and its drain), and sample::run_server, which binds one SO_REUSEPORT listener per thread, runs an
+// sample::worker and sample::input_ends_at_drain (one executor's connections, a uring::task_scope, and
+// its drain), and sample::run_server, which binds one SO_REUSEPORT listener per thread, runs an
 // executor per thread with a multishot accept loop that spawns handler(stream, worker*) (or, with --accept
 // one, one listener on the first thread handing connections to every thread in turn), prints
 // "<name>: listening on ADDRESS (N threads, BACKEND backend, leased|copy recv)", and on SIGTERM/SIGINT (a
@@ -14,7 +14,7 @@
 // A failed accept (out of fds) is retried after a backoff and logged at most once a second
 // (samples::accept_backoff).
 // Threads: run_server is called once, from main. A worker belongs to its executor's thread, except that
-// main posts the drain to it; a handler and connection_finished run on the worker's thread.
+// main posts the drain to it; a handler runs on the worker's thread.
 #pragma once
 
 #include <pthread.h>
@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include <uring/task_scope.hpp>
 #include <uring/uring.hpp>
 
 #include "server_setup.hpp"
@@ -154,9 +155,9 @@ struct worker {
   // Requested on the worker's thread at the drain deadline: a handler must then end every operation it
   // has in flight (pass the token to its reads and writes), so that the process exits in bounded time.
   std::stop_source abort;
-  int live = 0;                          // connections being served
-  std::coroutine_handle<> drained;       // the accept loop, waiting for the last connection to finish
-  std::stop_source* all_done = nullptr;  // the drain's wait for the last connection, while it waits
+  // The connections being served: each handler is a member, spawned on this worker's executor (by its own
+  // accept loop, or handed over by the one acceptor); the drain joins it.
+  uring::task_scope connections;
   std::mutex mutex;
   uring::executor* ex = nullptr;  // null once the executor is gone (guarded by mutex)
   std::string start_failure;      // why the executor could not start (written before the start latch)
@@ -165,14 +166,11 @@ struct worker {
   // The executor's receive buffers, shared by its connections (--recv leased); null: each connection
   // copies into a buffer of its own. Set before the executor starts serving, gone with it.
   uring::net::buffer_pool* pool = nullptr;
+  // The executor by a name that stays safe after it is gone (set before it starts serving), and every
+  // worker of the server, this one included: for handlers that gather figures from all of them.
+  uring::executor_handle handle;
+  const std::vector<std::unique_ptr<worker>>* all = nullptr;
 };
-
-// Every connection the accept loop spawns calls this once, last, on the worker's thread.
-inline void connection_finished(worker& w) {
-  if (--w.live > 0) return;
-  if (w.all_done != nullptr) w.all_done->request_stop();
-  if (w.drained) uring::executor::current()->post([h = std::exchange(w.drained, {})] { h.resume(); });
-}
 
 // A handler's guard: at the drain, shuts down the connection's receiving side (shutdown(SHUT_RD)), which
 // wakes a waiting read on either backend. Reads then return the bytes that had arrived, then end of
@@ -194,18 +192,9 @@ class input_ends_at_drain {
 
 namespace detail {
 
-// Resumes the accept loop once every connection has finished.
-struct all_finished {
-  worker* w;
-  bool await_ready() const noexcept { return w->live == 0; }
-  void await_suspend(std::coroutine_handle<> h) const noexcept { w->drained = h; }
-  void await_resume() const noexcept {}
-};
-
 // Serves a connection handed over by the accepting thread, on the target worker's thread.
 template <class Handler>
 uring::task<void> handed_off(uring::net::tcp_stream s, worker* w, Handler handler) {
-  ++w->live;
   ++w->handed_in;
   co_await handler(std::move(s), w);
 }
@@ -224,27 +213,33 @@ void hand_off(dispatch& d, uring::net::tcp_stream s, const Handler& handler) {
   std::lock_guard lock(target->mutex);
   if (target->ex == nullptr) return;
   try {
-    uring::spawn(*target->ex, handed_off(std::move(s), target, handler));
-  } catch (const std::system_error&) {
-    // It is draining: the task (and the connection in it) is dropped, closed.
+    target->connections.spawn(*target->ex, handed_off(std::move(s), target, handler));
+  } catch (const std::exception&) {
+    // It is draining (its executor refuses work, or its connections have all ended): the task, and the
+    // connection in it, is dropped, closed.
   }
 }
 
 // Waits for the worker's connections to finish, at most `limit`; then ends the ones left (worker::abort)
 // and waits for them, which their handlers make prompt.
 inline uring::task<void> wind_down(const char* program, worker* w, std::chrono::milliseconds limit) {
-  if (w->live > 0 && limit.count() > 0) {
-    std::stop_source done;
-    w->all_done = &done;
-    co_await uring::with_stop_token(uring::sleep_for(limit).nothrow(), done.get_token());
-    w->all_done = nullptr;
+  bool ended = false;
+  if (limit.count() > 0) {
+    try {
+      co_await uring::with_timeout(w->connections.join(), limit);
+      ended = true;
+    } catch (const std::system_error& e) {
+      if (e.code() != std::errc::timed_out) throw;
+    }
   }
-  if (w->live > 0) {
-    std::fprintf(stderr, "%s: drain: %d connection%s still open after %g s: closing\n", program, w->live,
-                 w->live == 1 ? "" : "s", static_cast<double>(limit.count()) / 1000);
+  if (!ended) {
+    if (const std::size_t open = w->connections.size(); open > 0) {
+      std::fprintf(stderr, "%s: drain: %zu connection%s still open after %g s: closing\n", program, open,
+                   open == 1 ? "" : "s", static_cast<double>(limit.count()) / 1000);
+    }
     w->abort.request_stop();
+    co_await w->connections.join();
   }
-  co_await all_finished{w};
 }
 
 // Resumes a worker without a listener (--accept one) once the drain is requested.
@@ -297,8 +292,7 @@ uring::task<void> accept_loop(const char* program, const uring::net::tcp_listene
       hand_off(*d, std::move(s), handler);
       continue;
     }
-    ++w->live;
-    uring::spawn(handler(std::move(s), w));
+    w->connections.spawn(handler(std::move(s), w));
   }
   co_await wind_down(program, w, drain_limit);
 }
@@ -316,6 +310,7 @@ void run_worker(const char* program, const uring::net::tcp_listener* listener, w
       if (f->recv == server_flags::recv_kind::automatic && !pool->uses_ring()) pool.reset();
     }
     w->pool = pool ? &*pool : nullptr;
+    w->handle = ex.handle();
     {
       std::lock_guard lock(w->mutex);
       w->ex = &ex;
@@ -343,7 +338,8 @@ void run_worker(const char* program, const uring::net::tcp_listener* listener, w
 
 }  // namespace detail
 
-// Runs the server until SIGTERM/SIGINT and returns main's exit status. `handler(tcp_stream, worker*)`
+// Runs the server until SIGTERM/SIGINT (SIGUSR1: print each executor's operations in flight) and returns
+// main's exit status. `handler(tcp_stream, worker*)`
 // returns the task<void> serving one connection, which must call connection_finished last; it is copied
 // to every thread, so it should be cheap to copy and must not be a coroutine lambda with captures.
 template <class Handler>
@@ -374,6 +370,7 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   opts.backend = f.backend;
   std::vector<std::unique_ptr<worker>> workers;
   for (int i = 0; i < f.threads; ++i) workers.push_back(std::make_unique<worker>());
+  for (auto& w : workers) w->all = &workers;
   detail::dispatch dispatch;  // used by the first thread only
   if (f.accept_one) {
     for (auto& w : workers) dispatch.targets.push_back(w.get());
@@ -423,7 +420,12 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
               f.threads, backend.c_str(), recv, f.accept_one ? ", one acceptor" : "");
   std::fflush(stdout);
 
-  const int signo = samples::wait_for_termination(signal_fd);
+  const int signo = samples::wait_for_termination(signal_fd, [&] {
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      std::lock_guard lock(workers[i]->mutex);
+      if (workers[i]->ex != nullptr) samples::print_inflight(program, i, *workers[i]->ex);
+    }
+  });
   std::fprintf(stderr, "%s: %s: draining\n", program, strsignal(signo));
   drain_all();
   if (f.accept_one) {

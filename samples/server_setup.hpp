@@ -1,10 +1,10 @@
 // samples/server_setup.hpp — what the thread-per-core server samples (uring-echo, uring-kv) do before their
-// executors start: block SIGTERM/SIGINT for a signalfd, and bind one SO_REUSEPORT listener per executor;
-// and two things their accept loops and banners share: the backoff after a failed accept, and the line that
-// says which backend was chosen and why.
+// executors start: block SIGTERM/SIGINT/SIGUSR1 for a signalfd, and bind one SO_REUSEPORT listener per
+// executor; and two things their accept loops and banners share: the backoff after a failed accept, and the
+// line that says which backend was chosen and why.
 //
-// Provides: samples::termination_signalfd, samples::wait_for_termination, samples::bind_reuseport,
-// samples::parse_backend, samples::accept_backoff, samples::backend_choice.
+// Provides: samples::termination_signalfd, samples::wait_for_termination, samples::print_inflight,
+// samples::bind_reuseport, samples::parse_backend, samples::accept_backoff, samples::backend_choice.
 // Threads: call the first four from main() before any thread starts (the signal mask is inherited by the
 // threads started afterwards, so no thread takes the signal asynchronously); an accept_backoff belongs to
 // one accept loop.
@@ -20,37 +20,62 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
+#include <uring/executor.hpp>
 #include <uring/executor_options.hpp>
+#include <uring/inflight.hpp>
 #include <uring/net/address.hpp>
 #include <uring/net/tcp_listener.hpp>
 #include <uring/plan.hpp>
 
 namespace samples {
 
-// Blocks SIGTERM and SIGINT in this thread (and so in every thread it starts) and returns a signalfd that
-// reads them. Throws std::system_error naming signalfd.
+// Blocks SIGTERM, SIGINT and SIGUSR1 in this thread (and so in every thread it starts) and returns a
+// signalfd that reads them. Throws std::system_error naming signalfd.
 inline int termination_signalfd() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   int fd = ::signalfd(-1, &signals, SFD_CLOEXEC);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "signalfd");
   return fd;
 }
 
-// Blocks until SIGTERM or SIGINT arrives on `fd`; returns the signal.
-inline int wait_for_termination(int fd) noexcept {
-  signalfd_siginfo info{};
-  while (::read(fd, &info, sizeof info) < 0 && errno == EINTR) {
+// Blocks until SIGTERM or SIGINT arrives on `fd`; returns the signal. Each SIGUSR1 meanwhile calls
+// `on_usr1` (the servers print what their executors have in flight).
+inline int wait_for_termination(int fd, const std::function<void()>& on_usr1 = {}) {
+  for (;;) {
+    signalfd_siginfo info{};
+    if (::read(fd, &info, sizeof info) < 0) {
+      if (errno == EINTR) continue;
+      return SIGTERM;  // the signalfd failed: stop as if asked to
+    }
+    if (info.ssi_signo != SIGUSR1) return static_cast<int>(info.ssi_signo);
+    if (on_usr1) on_usr1();
   }
-  return static_cast<int>(info.ssi_signo);
+}
+
+// The operations `ex` has in flight, on stderr: a header line, then one line each (executor::inflight,
+// waiting at most a second for a busy loop). For SIGUSR1.
+inline void print_inflight(const char* program, std::size_t index, uring::executor& ex) {
+  try {
+    const std::vector<uring::inflight_op> ops = ex.inflight(std::chrono::seconds(1));
+    std::string out = std::string(program) + ": executor " + std::to_string(index) + ": " +
+                      std::to_string(ops.size()) + " operations in flight\n";
+    for (const uring::inflight_op& op : ops)
+      out += std::string(program) + ":   " + uring::to_string(op) + "\n";
+    std::fputs(out.c_str(), stderr);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: executor %zu: no snapshot: %s\n", program, index, e.what());
+  }
 }
 
 // `n` listeners on one address with SO_REUSEPORT (the kernel spreads connections among them). All are

@@ -46,6 +46,16 @@ inline std::vector<backend_config> messaging_backends() {
   return configs;
 }
 
+// Every backend, plus native with `f` disabled (its fallback on a real ring), named `name`.
+inline std::vector<backend_config> backends_and_native_without(feature f, const char* name) {
+  auto configs = all_backends();
+  executor_options without;
+  without.backend = backend_kind::native;
+  without.disable = f;
+  configs.push_back({name, without});
+  return configs;
+}
+
 class backend_test : public ::testing::TestWithParam<backend_config> {
  protected:
   [[nodiscard]] executor_options options() const { return GetParam().options; }

@@ -157,9 +157,10 @@ int report_probe_and_plans() {
   std::printf("setup_errno=%d\n", k.setup_errno);
   std::printf("reason=%s\n", k.reason.c_str());
   std::printf("opcodes=%zu\n", k.opcodes.count());
-  std::printf("anything_else=%d\n", k.registered_ring_fd || k.msg_ring || k.send_msg_ring ||
-                                        k.eventfd_register || k.buf_ring || k.multishot_accept ||
-                                        k.multishot_recv || k.send_zc || uring::any(k.setup_flags));
+  std::printf("anything_else=%d\n",
+              k.registered_ring_fd || k.msg_ring || k.send_msg_ring || k.eventfd_register || k.buf_ring ||
+                  k.multishot_accept || k.multishot_recv || k.send_zc || k.multishot_timeout ||
+                  k.registered_buffers || k.send_fixed_buf || uring::any(k.setup_flags));
   std::printf("report=%s\n",
               uring::to_string(k).find("unusable") != std::string::npos ? "unusable" : "usable");
 
@@ -304,7 +305,10 @@ std::vector<std::pair<std::string, bool>> feature_flags(const uring::kernel_feat
           {"buf_ring", k.buf_ring},
           {"multishot_accept", k.multishot_accept},
           {"multishot_recv", k.multishot_recv},
-          {"send_zc", k.send_zc}};
+          {"send_zc", k.send_zc},
+          {"multishot_timeout", k.multishot_timeout},
+          {"registered_buffers", k.registered_buffers},
+          {"send_fixed_buf", k.send_fixed_buf}};
 }
 
 // In the child: a fresh probe (probe_kernel, not the parent's cached probed_kernel) and the automatic
@@ -341,8 +345,8 @@ TEST(RegisterDenied, ProbeSaysUsableAndWhyEachRegistrationFailed) {
   auto f = fields_of(r.output);
   EXPECT_EQ(f["usable"], "1") << r.output;
   EXPECT_EQ(f["opcodes"], "0") << r.output;
-  for (std::string refused :
-       {"registered_ring_fd", "send_msg_ring", "eventfd_register", "buf_ring", "multishot_recv"}) {
+  for (std::string refused : {"registered_ring_fd", "send_msg_ring", "eventfd_register", "buf_ring",
+                              "multishot_recv", "registered_buffers", "send_fixed_buf"}) {
     EXPECT_EQ(f["feature." + refused], "0") << refused << "\n" << r.output;
     EXPECT_TRUE(contains(f["why." + refused], "EPERM")) << refused << ": " << f["why." + refused];
   }

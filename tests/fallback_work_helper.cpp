@@ -38,9 +38,9 @@ uring::task<void> work() {
       read_some(p[0]), [](auto d) -> uring::task<void> { co_await uring::sleep_for(d); }(3ms));
   if (raced.index() != 1) throw std::runtime_error("when_any");
   int f = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  co_await uring::write(f, std::string_view("file"), 0);
+  co_await uring::write_at(f, std::string_view("file"), 0);
   char back[4];
-  if (co_await uring::read(f, back, 0) != 4) throw std::runtime_error("file read");
+  if (co_await uring::read_at(f, back, 0) != 4) throw std::runtime_error("file read");
   ::close(f);
   ::close(p[0]);
   ::close(p[1]);

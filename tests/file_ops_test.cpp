@@ -57,14 +57,14 @@ TEST_P(FileOps, WritevThenReadvScatterAtOffsets) {
   run([](int f) -> task<void> {
     std::string a = "hello, ", b = "vectored ", c = "world";
     const std::array<iovec, 3> out{{{a.data(), a.size()}, {b.data(), b.size()}, {c.data(), c.size()}}};
-    EXPECT_EQ(co_await uring::writev(f, out, 4), a.size() + b.size() + c.size());
+    EXPECT_EQ(co_await uring::writev_at(f, out, 4), a.size() + b.size() + c.size());
 
     std::array<char, 4> head{};
     std::array<char, 6> mid{};
     std::array<char, 32> tail{};
     const std::array<iovec, 3> in{
         {{head.data(), head.size()}, {mid.data(), mid.size()}, {tail.data(), tail.size()}}};
-    const std::size_t n = co_await uring::readv(f, in, 0);
+    const std::size_t n = co_await uring::readv_at(f, in, 0);
     EXPECT_EQ(n, 4 + a.size() + b.size() + c.size());  // the 4-byte hole reads as zeros
     EXPECT_EQ(std::string(head.data(), 4), std::string(4, '\0'));
     EXPECT_EQ(std::string(mid.data(), 6), "hello,");
@@ -142,7 +142,7 @@ TEST_P(FileOps, FtruncateGrowsAndShrinksAsTheSyscallDoes) {
     co_await uring::ftruncate(f, 4);
     EXPECT_EQ(stat_of(f).size, 4);
     std::array<char, 16> buf{};
-    EXPECT_EQ(co_await uring::read(f, buf, 0), 4u);
+    EXPECT_EQ(co_await uring::read_at(f, buf, 0), 4u);
     EXPECT_EQ(std::string(buf.data(), 4), "0123");
     co_await uring::ftruncate(f, 8192);
     EXPECT_EQ(stat_of(f).size, 8192);
@@ -165,7 +165,7 @@ TEST_P(FileOps, TheAllowlistNamesEachNewOperation) {
   ex.run([](int f) -> task<void> {
     std::string x = "ok";
     const std::array<iovec, 1> out{{{x.data(), 2}}};
-    EXPECT_EQ(co_await uring::writev(f, out, 0), 2u);
+    EXPECT_EQ(co_await uring::writev_at(f, out, 0), 2u);
     EXPECT_EQ((co_await uring::fallocate(f, 0, 0, 4096).nothrow()).res, -EACCES);
     EXPECT_EQ((co_await uring::ftruncate(f, 0).nothrow()).res, -EACCES);
     try {

@@ -62,17 +62,17 @@ TEST_P(File, OpenWriteReadSyncStatAndClose) {
     int fd = co_await uring::open(p, O_CREAT | O_RDWR | O_CLOEXEC, 0640);
     EXPECT_GE(fd, 0);
     EXPECT_EQ(::fcntl(fd, F_GETFD), FD_CLOEXEC);  // a real fd of this process, with the flags asked for
-    EXPECT_EQ(co_await uring::write(fd, std::string_view("hello"), 0), 5u);
-    EXPECT_EQ(co_await uring::write(fd, std::string_view("world"), 10), 5u);
+    EXPECT_EQ(co_await uring::write_at(fd, std::string_view("hello"), 0), 5u);
+    EXPECT_EQ(co_await uring::write_at(fd, std::string_view("world"), 10), 5u);
     co_await uring::fsync(fd);
     co_await uring::fdatasync(fd);
 
     std::array<char, 32> buf{};
-    std::size_t n = co_await uring::read(fd, buf, 0);
+    std::size_t n = co_await uring::read_at(fd, buf, 0);
     EXPECT_EQ(n, 15u);
     EXPECT_EQ(std::string(buf.data(), 5), "hello");
     EXPECT_EQ(std::string(buf.data() + 10, 5), "world");
-    n = co_await uring::read(fd, std::span(buf.data(), 3), 11);
+    n = co_await uring::read_at(fd, std::span(buf.data(), 3), 11);
     EXPECT_EQ(std::string(buf.data(), n), "orl");
 
     struct statx by_fd = co_await uring::fstat(fd);
@@ -86,7 +86,7 @@ TEST_P(File, OpenWriteReadSyncStatAndClose) {
 
     co_await uring::close(fd);
     EXPECT_EQ(::fcntl(fd, F_GETFD), -1);  // the fd is gone
-    auto r = co_await uring::read(fd, buf, 0).nothrow();
+    auto r = co_await uring::read_at(fd, buf, 0).nothrow();
     EXPECT_EQ(r.res, -EBADF);
   }());
   // What the ring wrote is what the file holds.
@@ -130,7 +130,7 @@ TEST_P(File, OpenAtResolvesRelativeToTheDirectory) {
   run([&]() -> task<void> {
     int dirfd = co_await uring::open(dir_.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int fd = co_await uring::open_at(dirfd, "rel", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-    co_await uring::write(fd, std::string_view("x"), 0);
+    co_await uring::write_at(fd, std::string_view("x"), 0);
     co_await uring::close(fd);
     // O_EXCL on the file that now exists.
     auto again =
@@ -301,7 +301,7 @@ TEST_P(File, ManyConcurrentOpensLeaveNoFdBehind) {
       const std::string content = "file " + std::to_string(i);
       int fd =
           co_await uring::open(path("f" + std::to_string(i)), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-      co_await uring::write(fd, std::string_view(content), 0);
+      co_await uring::write_at(fd, std::string_view(content), 0);
       co_await uring::nop();  // let the others open theirs before this one closes
       if (done == 0) peak = std::max(peak, open_fd_count() - baseline);
       co_await uring::close(fd);

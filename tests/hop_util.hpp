@@ -1,5 +1,6 @@
 // hop_util.hpp — a resume_on/submit_to hop that the target accepts and then drops while shutting down,
-// shared by the tests that hop through an executor& (messaging_test) and an executor_handle (handle_test).
+// shared by the tests that hop through an executor& (messaging_test) and an executor_handle
+// (handle_hop_test).
 #pragma once
 
 #include <gtest/gtest.h>

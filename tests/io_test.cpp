@@ -75,18 +75,18 @@ TEST_P(Io, ReadReturnsZeroAtEndOfFile) {
 TEST_P(Io, FileReadsAndWritesAtOffsets) {
   auto f = temp_file();
   std::string got = run_body([&]() -> task<std::string> {
-    co_await uring::write(f.get(), std::string_view("0123456789"), 0);
-    co_await uring::write(f.get(), std::string_view("abc"), 4);   // overwrite in the middle
-    co_await uring::write(f.get(), std::string_view("XYZ"), 20);  // past the end: leaves a hole
+    co_await uring::write_at(f.get(), std::string_view("0123456789"), 0);
+    co_await uring::write_at(f.get(), std::string_view("abc"), 4);   // overwrite in the middle
+    co_await uring::write_at(f.get(), std::string_view("XYZ"), 20);  // past the end: leaves a hole
     std::array<char, 32> buf{};
-    std::size_t n = co_await uring::read(f.get(), buf, 0);
+    std::size_t n = co_await uring::read_at(f.get(), buf, 0);
     EXPECT_EQ(n, 23u);
     EXPECT_EQ(buf[10], '\0');  // the hole reads as zeros
-    std::size_t tail = co_await uring::read(f.get(), std::span(buf.data(), 3), 20);
+    std::size_t tail = co_await uring::read_at(f.get(), std::span(buf.data(), 3), 20);
     EXPECT_EQ(std::string(buf.data(), tail), "XYZ");
-    std::size_t past = co_await uring::read(f.get(), buf, 100);
+    std::size_t past = co_await uring::read_at(f.get(), buf, 100);
     EXPECT_EQ(past, 0u);
-    co_await uring::read(f.get(), buf, 0);
+    co_await uring::read_at(f.get(), buf, 0);
     co_return std::string(buf.data(), 10);
   });
   EXPECT_EQ(got, "0123abc789");
@@ -98,12 +98,39 @@ TEST_P(Io, CurrentPositionAdvancesTheFileOffset) {
   ASSERT_EQ(::lseek(f.get(), 0, SEEK_SET), 0);
   std::string got = run_body([&]() -> task<std::string> {
     char a[2], b[2];
-    co_await uring::read(f.get(), a);  // current_position by default
+    co_await uring::read(f.get(), a);  // at the current position, which it advances
     co_await uring::read(f.get(), b);
     co_return std::string(a, 2) + "|" + std::string(b, 2);
   });
   EXPECT_EQ(got, "ab|cd");
   EXPECT_EQ(::lseek(f.get(), 0, SEEK_CUR), 4);
+}
+
+// read and write take no offset (a third argument does not compile); read_at and write_at take one.
+template <class... A>
+concept reads = requires(A... a) {
+  uring::read(a...);
+};
+template <class... A>
+concept writes = requires(A... a) {
+  uring::write(a...);
+};
+static_assert(reads<int, uring::mutable_buffer> && !reads<int, uring::mutable_buffer, int>);
+static_assert(writes<int, uring::const_buffer> && !writes<int, uring::const_buffer, int>);
+
+TEST_P(Io, AStringLiteralWritesItsCharactersWithoutTheNul) {
+  static_assert(uring::const_buffer("hi").size() == 2);
+  static constexpr const char kRaw[3] = {'a', 'b', 'c'};  // no NUL at its end: every byte counts
+  static_assert(uring::const_buffer(kRaw).size() == 3);
+  pipe_pair p;
+  auto got = run([&]() -> task<std::string> {
+    std::size_t n = co_await uring::write(p.write_end.get(), "hi");
+    p.write_end.reset();
+    char buf[8];
+    std::size_t r = co_await uring::read(p.read_end.get(), buf);
+    co_return std::to_string(n) + ":" + std::string(buf, r);
+  }());
+  EXPECT_EQ(got, "2:hi");
 }
 
 TEST_P(Io, ErrorsThrowSystemErrorNamingTheOperation) {
@@ -182,9 +209,9 @@ TEST_P(Io, LargeTransfersThroughAPipeArriveIntact) {
 TEST_P(Io, StreamsIgnoreTheOffset) {
   pipe_pair p;
   std::string got = run_body([&]() -> task<std::string> {
-    co_await uring::write(p.write_end.get(), std::string_view("abc"), 0);
+    co_await uring::write_at(p.write_end.get(), std::string_view("abc"), 0);
     char buf[8];
-    std::size_t n = co_await uring::read(p.read_end.get(), buf, 0);
+    std::size_t n = co_await uring::read_at(p.read_end.get(), buf, 0);
     co_return std::string(buf, n);
   });
   EXPECT_EQ(got, "abc");

@@ -108,9 +108,9 @@ TEST(KernelFeatures, ReportIsReadable) {
   EXPECT_NE(text.find("NODROP"), std::string::npos);
   EXPECT_NE(text.find("MSG_RING"), std::string::npos);
   EXPECT_NE(text.find("registered ring   yes"), std::string::npos);
-  for (const char* line :
-       {"msg_ring          yes", "send_msg_ring     yes", "msg_ring flags    yes", "eventfd register  yes",
-        "buffer ring       yes", "multishot accept  yes", "multishot recv    yes", "send_zc           yes"}) {
+  for (const char* line : {"msg_ring          yes", "send_msg_ring     yes", "msg_ring flags    yes",
+                           "eventfd register  yes", "buffer ring       yes", "multishot accept  yes",
+                           "multishot recv    yes", "send_zc           yes", "multishot timeout yes"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " missing from\n" << text;
   }
 
@@ -151,6 +151,8 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
       {"multishot_accept", f.multishot_accept, 5, 19},
       {"multishot_recv", f.multishot_recv, 6, 0},
       {"send_zc", f.send_zc, 6, 0},
+      {"multishot_timeout", f.multishot_timeout, 6, 4},
+      {"registered_buffers", f.registered_buffers, 5, 13},
       {"SUBMIT_ALL", uring::any(f.setup_flags & uring::ring_flags::submit_all), 5, 18},
       {"COOP_TASKRUN", uring::any(f.setup_flags & uring::ring_flags::coop_taskrun), 5, 19},
       {"SINGLE_ISSUER", uring::any(f.setup_flags & uring::ring_flags::single_issuer), 6, 0},
@@ -163,7 +165,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
     ++checked;
   }
   if (release_at_least(f.kernel_release, 6, 13)) {
-    EXPECT_EQ(checked, 13);
+    EXPECT_EQ(checked, 15);
   }
 }
 
@@ -205,8 +207,9 @@ TEST(KernelFeaturesJson, ThisKernelAsJson) {
   EXPECT_EQ(json.front(), '{');
   EXPECT_EQ(json.back(), '}');
   EXPECT_TRUE(contains(json, "{\"kernel_release\":\"" + f.kernel_release + "\",")) << json;
-  for (const char* key : {"io_uring_usable", "registered_ring_fd", "msg_ring", "send_msg_ring",
-                          "eventfd_register", "buf_ring", "multishot_accept", "multishot_recv", "send_zc"}) {
+  for (const char* key :
+       {"io_uring_usable", "registered_ring_fd", "msg_ring", "send_msg_ring", "eventfd_register", "buf_ring",
+        "multishot_accept", "multishot_recv", "send_zc", "multishot_timeout", "registered_buffers"}) {
     EXPECT_TRUE(contains(json, "\"" + std::string(key) + "\":true")) << key << " in " << json;
   }
   EXPECT_TRUE(contains(json, "\"setup_errno\":0,\"reason\":\"\",")) << json;
@@ -238,6 +241,7 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
             "\"registered_ring_fd\":false,\"setup_flags\":[\"COOP_TASKRUN\"],\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
             "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
+            "\"multishot_timeout\":false,\"registered_buffers\":false,\"send_fixed_buf\":false,"
             "\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_ring\":\"said \\\"no\\\"\"}}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }
@@ -249,17 +253,20 @@ TEST(KernelFeaturesJson, PlanExactly) {
   plan.register_ring_fd = true;
   plan.msg_ring = true;
   plan.buf_ring = true;
+  plan.linked_chains = true;
   plan.notes = {"say \"no\" to C:\\temp", "second"};
   EXPECT_EQ(uring::to_json(plan),
             "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
-            "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"allowed_ops\":[],"
+            "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"linked_chains\":true,"
+            "\"multishot_timeout\":false,\"allowed_ops\":[],"
             "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
   emulated.backend = uring::backend_kind::emulated;
   EXPECT_EQ(uring::to_json(emulated),
             "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
-            "\"send_msg_ring\":false,\"buf_ring\":false,\"allowed_ops\":[],\"notes\":[]}");
+            "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
+            "\"allowed_ops\":[],\"notes\":[]}");
 
   // A restricted plan lists the allowed operations by our names, msg_ring last.
   uring::executor_plan restricted;
@@ -267,7 +274,8 @@ TEST(KernelFeaturesJson, PlanExactly) {
   restricted.allowed_ops = uring::op_allowlist{uring::op_kind::read, uring::op_kind::nop}.allow_msg_ring();
   EXPECT_EQ(uring::to_json(restricted),
             "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
-            "\"send_msg_ring\":false,\"buf_ring\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],"
+            "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
+            "\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],"
             "\"notes\":[]}");
 }
 

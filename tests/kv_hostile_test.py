@@ -6,7 +6,8 @@ Cases (each starts its own server, with the flags it tests):
            nothing after runs; a flood of them is reported on stderr once
   bare_lf  "*1\\n$4\\nPING\\n" and other line endings that cannot become CRLF: a protocol error and a close
   mget     MGET of one 1 MiB value 1024 times by a client that does not read: the server's peak RSS stays
-           under 64 MiB, a reading client gets the whole reply; --max-output-buffer closes a client whose
+           under 64 MiB, a reading client gets the whole reply; APPEND and SETRANGE on a value a slow
+           client is still being sent leave its reply as it was; --max-output-buffer closes a client whose
            copied reply passes it
   stall    --output-timeout: a client that leaves a reply unread is closed; one reading steadily is not
   idle     --idle-timeout: an idle client, or one dribbling a command, is closed; an active one is not;
@@ -236,6 +237,27 @@ def case_mget(srv):
     print("mget: peak RSS %d kB, now %d kB" % (hwm, srv.status("VmRSS")))
     idle.close()
     check(roundtrip(srv, "PING") == b"+PONG\r\n", "PING afterwards")
+    case_change_while_sent(srv, value)
+
+
+def keyed_commands(srv):
+    info = roundtrip(srv, "INFO")
+    m = re.search(rb"\r\nkeyed_commands:(\d+)\r\n", info)
+    return int(m.group(1)) if m else -1
+
+
+def case_change_while_sent(srv, value):
+    """APPEND and SETRANGE change a value in place only when no reply holds it: a client still being sent
+    the value gets it as it was when its MGET ran."""
+    before = keyed_commands(srv)
+    slow = srv.connect()
+    slow.sendall(mget_big(64))  # 64 MiB: more than the socket buffers take, so the reply holds the value
+    check(poll(lambda: keyed_commands(srv) > before), "the slow client's MGET never ran")
+    check(roundtrip(srv, "APPEND", "big", "x") == b":%d\r\n" % (BIG + 1), "APPEND big")
+    check(roundtrip(srv, "SETRANGE", "big", "0", "ZZ") == b":%d\r\n" % (BIG + 1), "SETRANGE big")
+    check(read_mget(slow, 64, value), "a value changed while a reply was sending it")
+    slow.close()
+    check(roundtrip(srv, "GETRANGE", "big", "0", "2") == b"$3\r\nZZ" + value[2:3] + b"\r\n", "GETRANGE big")
 
 
 def case_mget_cap(srv):
@@ -380,10 +402,16 @@ def mutate(rng, data):
 
 def random_request(rng):
     names = ["GET", "SET", "MGET", "MSET", "DEL", "EXISTS", "INCR", "INCRBY", "EXPIRE", "TTL", "PING", "ECHO",
-             "INFO", "DBSIZE", "CONFIG", "COMMAND", "SELECT", "CLIENT", "QUIT", "post", "Host:", "x" * 40]
+             "INFO", "DBSIZE", "CONFIG", "COMMAND", "SELECT", "CLIENT", "QUIT", "post", "Host:", "x" * 40,
+             "GETEX", "GETDEL", "GETSET", "SETNX", "SETEX", "MSETNX", "APPEND", "SETRANGE", "GETRANGE",
+             "INCRBYFLOAT", "RENAME", "RENAMENX", "COPY", "TYPE", "PERSIST", "EXPIREAT", "PEXPIRETIME", "KEYS",
+             "SCAN", "RANDOMKEY", "TIME", "FLUSHDB"]
     parts = []
     for _ in range(rng.randint(1, 4)):
-        args = [rng.choice(names)] + ["k%d" % rng.randrange(20) if rng.random() < 0.7 else
+        args = [rng.choice(names)] + ["k%d" % rng.randrange(20) if rng.random() < 0.6 else
+                                      rng.choice(["0", "-1", "100000", "EX", "PX", "GET", "NX", "DB", "15", "*",
+                                                  "COUNT", "MATCH", "[a-", "\"q u\"", "'"])
+                                      if rng.random() < 0.5 else
                                       bytes(rng.getrandbits(8) for _ in range(rng.randrange(64)))
                                       for _ in range(rng.randrange(5))]
         if rng.random() < 0.3:

@@ -78,8 +78,9 @@ done
 [ "$gone" = 1 ] || { echo "FAIL: a key set with PX 20 never expired"; failures=$((failures + 1)); }
 expect 0 exists brief
 expect OK select 0
-expect "ERR DB index is out of range" select 1
-expect $'save\n\nappendonly\nno' config get '*'
+expect OK select 1
+expect "ERR DB index is out of range" select 16
+expect $'appendonly\nno\nsave' config get '*'
 expect "ERR wrong number of arguments for 'get' command" get
 expect "ERR wrong number of arguments for 'mset' command" mset a 1 b
 expect "ERR unknown command 'nope', with args beginning with: 'x' " nope x

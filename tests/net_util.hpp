@@ -1,12 +1,17 @@
-// net_util.hpp — helpers shared by the socket tests: a byte pattern, and sending / reading a whole stream
-// (the fd count is fd_leak.hpp's, included here).
+// net_util.hpp — helpers shared by the socket tests: a byte pattern, pseudo-random bytes, sending / reading a
+// whole stream, and writing all of a string to a plain fd (the fd count is fd_leak.hpp's, included here).
 #pragma once
 
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
 
 #include <array>
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <system_error>
 
@@ -39,6 +44,16 @@ inline std::string pattern(std::size_t n, unsigned seed) {
   return s;
 }
 
+// Bytes from a pseudo-random sequence: no period, so a lost, repeated or reordered chunk always shows.
+inline std::string noise(std::size_t n, std::uint32_t seed) {
+  std::string s(n, '\0');
+  for (auto& c : s) {
+    seed = seed * 1664525u + 1013904223u;
+    c = static_cast<char>(seed >> 24);
+  }
+  return s;
+}
+
 // Sends all of `payload`, then ends this side of the stream.
 inline task<void> send_and_end(const net::tcp_stream* s, const std::string* payload) {
   co_await s->write_all(*payload);
@@ -55,6 +70,17 @@ inline task<std::string> read_to_end(const net::tcp_stream* s) {
     back.append(buf.data(), n);
   }
   co_return back;
+}
+
+// Writes all of `data` to a plain fd (a test thread's side of a stream).
+inline void write_fully(int fd, const std::string& data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    done += static_cast<std::size_t>(n);
+  }
 }
 
 }  // namespace uring::test

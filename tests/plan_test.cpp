@@ -42,7 +42,7 @@ kernel_features full_kernel() {
   k.registered_ring_fd = true;
   k.setup_flags = kAllFlags;
   k.msg_ring = k.send_msg_ring = k.eventfd_register = k.buf_ring = true;
-  k.multishot_accept = k.multishot_recv = k.send_zc = true;
+  k.multishot_accept = k.multishot_recv = k.send_zc = k.multishot_timeout = true;
   return k;
 }
 
@@ -288,6 +288,11 @@ TEST_P(MakePlan, DecidesAndExplains) {
   EXPECT_EQ(plan.register_ring_fd, want.register_ring_fd) << shown;
   EXPECT_EQ(plan.msg_ring, want.msg_ring) << shown;
   EXPECT_EQ(plan.send_msg_ring, want.send_msg_ring) << shown;
+  EXPECT_EQ(plan.linked_chains, plan.backend == kNative) << shown;
+  EXPECT_EQ(plan.multishot_timeout, plan.backend == kNative && c.kernel.multishot_timeout &&
+                                        !c.request.disable.contains(feature::multishot) &&
+                                        !c.overrides.disable.contains(feature::multishot))
+      << shown;
   // Buffer rings follow the kernel unless a note says why not.
   if (plan.backend == kNative && std::none_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) {
         return n.find("leased recv") != std::string::npos;

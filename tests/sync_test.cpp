@@ -1,507 +1,425 @@
-// async_mutex and async_semaphore on a real executor: exclusion across suspension points, FIFO hand-off,
-// try_lock/try_acquire, bounded concurrency, release(n), hand-off on a later turn (never inline, so a long
-// queue runs in constant stack), guard moves, executor shutdown with waiters, and the destruction rule.
+// uring/sync/ on every backend: a mutex, a semaphore, a latch and an event shared by coroutines on two
+// executors (each on its own thread) and plain threads; cancellation that keeps every permit; an executor
+// that ends with a coroutine waiting.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <memory>
-#include <numeric>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <functional>
+#include <mutex>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include <uring/uring.hpp>
 
+#include "backends.hpp"
+#include "race_rounds.hpp"
 #include "test_util.hpp"
 
 namespace {
 
-using uring::async_mutex;
-using uring::async_semaphore;
-using uring::executor;
+using namespace std::chrono_literals;
 using uring::task;
+using uring::test::scaled;
 
-// Yields turns of the loop until pred() holds (or gives up after max_turns): waiters handed a lock resume
-// on *some* later turn, and the tests should not depend on which.
+constexpr auto kDeadline = 30s;  // for "eventually": generous on a loaded 2-core machine
+
+// Polls `done` from a plain thread within the deadline.
 template <class Pred>
-task<bool> turns_until(Pred pred, int max_turns = 10'000) {
-  for (int i = 0; i < max_turns && !pred(); ++i) co_await uring::nop();
-  co_return pred();
+bool eventually(Pred done) {
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
-task<void> turns(int n) {
-  for (int i = 0; i < n; ++i) co_await uring::nop();
+// Lets this executor turn until `done` holds (within the deadline).
+template <class Pred>
+task<bool> turn_until(Pred done) {
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) co_return false;
+    co_await uring::nop();
+  }
+  co_return true;
 }
 
-// Where the stack is now, as seen from a plain function called from a coroutine body.
-[[gnu::noinline]] std::uintptr_t stack_position() {
-  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+// `n` coroutines body(0) ... body(n - 1) on this executor, all joined.
+task<void> many(int n, std::function<task<void>(int)> body) {
+  std::vector<uring::join_handle<void>> handles;
+  for (int i = 0; i < n; ++i) handles.push_back(uring::spawn(body(i)));
+  for (auto& h : handles) co_await std::move(h);
 }
 
-std::vector<int> iota(int n) {
-  std::vector<int> v(static_cast<std::size_t>(n));
-  std::iota(v.begin(), v.end(), 0);
-  return v;
+// An executor of the test's configuration on a thread of its own, running make()'s task to its end.
+std::jthread on_executor(uring::executor_options o, std::function<task<void>()> make) {
+  return std::jthread([o, make = std::move(make)] {
+    uring::executor ex(o);
+    ex.run(make());
+  });
 }
 
-// ---- async_mutex --------------------------------------------------------------------------------------
-
-TEST(AsyncMutex, LockingAFreeMutexDoesNotSuspend) {
-  executor ex;
-  async_mutex m;
-  ex.run([&]() -> task<void> {
-    auto enters = executor::current()->stats().enters;
-    auto guard = co_await m.lock();
-    EXPECT_TRUE(guard.owns_lock());
-    EXPECT_TRUE(m.is_locked());
-    EXPECT_EQ(executor::current()->stats().enters, enters);  // no turn of the loop went by
-  }());
-  EXPECT_FALSE(m.is_locked());
-}
-
-TEST(AsyncMutex, ExcludesAcrossSuspensionPoints) {
-  executor ex;
-  async_mutex m;
-  constexpr int kWorkers = 16;
-  const long rounds = uring::test::scaled(200);
-  long counter = 0;
-  int holders = 0, max_holders = 0, done = 0;
-  auto worker = [&]() -> task<void> {
-    for (long i = 0; i < rounds; ++i) {
-      auto guard = co_await m.lock();
-      max_holders = std::max(max_holders, ++holders);
-      long seen = counter;
-      co_await uring::nop();  // every other worker runs here; none may enter
-      counter = seen + 1;     // a lost update if anyone did
-      --holders;
+// How many are inside a section at once, and the most ever.
+struct occupancy {
+  std::atomic<int> inside{0};
+  std::atomic<int> most{0};
+  void enter() {
+    const int now = ++inside;
+    for (int m = most.load(); now > m && !most.compare_exchange_weak(m, now);) {
     }
-    ++done;
-  };
-  ex.run([&]() -> task<void> {
-    for (int w = 0; w < kWorkers; ++w) uring::spawn(worker());
-    EXPECT_TRUE(co_await turns_until([&] { return done == kWorkers; }, 1'000'000));
-  }());
-  EXPECT_EQ(counter, kWorkers * rounds);
-  EXPECT_EQ(max_holders, 1);
-  EXPECT_FALSE(m.is_locked());
-}
-
-TEST(AsyncMutex, WaitersAcquireInFifoOrder) {
-  executor ex;
-  async_mutex m;
-  constexpr int kWaiters = 50;
-  std::vector<int> order;
-  auto waiter = [&](int id) -> task<void> {
-    auto guard = co_await m.lock();
-    order.push_back(id);
-    co_await uring::nop();  // hold it across a turn, so the queue behind stays put
-  };
-  ex.run([&]() -> task<void> {
-    auto guard = co_await m.lock();
-    for (int i = 0; i < kWaiters; ++i) uring::spawn(waiter(i));
-    co_await turns(3);  // every waiter has started and queued
-    guard.unlock();
-    auto last = co_await m.lock();  // queued behind all of them
-    EXPECT_EQ(order.size(), std::size_t{kWaiters});
-  }());
-  EXPECT_EQ(order, iota(kWaiters));
-}
-
-TEST(AsyncMutex, TryLockSucceedsOnlyWhenFreeAndNeverOvertakesAHandOff) {
-  executor ex;
-  async_mutex m;
-  bool waiter_got_it = false;
-  auto waiter = [&]() -> task<void> {
-    auto guard = co_await m.lock();
-    waiter_got_it = true;
-  };
-  ex.run([&]() -> task<void> {
-    EXPECT_TRUE(m.try_lock());
-    EXPECT_FALSE(m.try_lock());
-    uring::spawn(waiter());
-    co_await turns(3);  // the waiter queued
-    m.unlock();
-    // Ownership went straight to the waiter, which has not run yet: nobody may take the mutex meanwhile.
-    EXPECT_TRUE(m.is_locked());
-    EXPECT_FALSE(waiter_got_it);
-    EXPECT_FALSE(m.try_lock());
-    EXPECT_TRUE(co_await turns_until([&] { return !m.is_locked(); }));
-    EXPECT_TRUE(waiter_got_it);
-    EXPECT_TRUE(m.try_lock());
-    async_mutex::scoped_lock adopted(m, std::adopt_lock);
-    EXPECT_TRUE(adopted.owns_lock());
-  }());
-  EXPECT_FALSE(m.is_locked());
-}
-
-TEST(AsyncMutex, UnlockNeverResumesTheWaiterInline) {
-  executor ex;
-  async_mutex m;
-  std::vector<std::string> log;
-  auto waiter = [&]() -> task<void> {
-    log.push_back("waiter locks");
-    auto guard = co_await m.lock();
-    log.push_back("waiter acquired");
-  };
-  ex.run([&]() -> task<void> {
-    auto guard = co_await m.lock();
-    uring::spawn(waiter());
-    co_await turns(3);
-    guard.unlock();
-    log.push_back("holder unlocked");  // runs before the waiter: unlock only scheduled it
-    EXPECT_FALSE(m.try_lock());        // the waiter owns it already, it just has not run
-    log.push_back("holder continues");
-    EXPECT_TRUE(co_await turns_until([&] { return !m.is_locked(); }));
-  }());
-  EXPECT_EQ(log, (std::vector<std::string>{"waiter locks", "holder unlocked", "holder continues",
-                                           "waiter acquired"}));
-}
-
-TEST(AsyncMutex, TenThousandWaitersRunInOrderInConstantStack) {
-  executor ex;
-  async_mutex m;
-  const int waiters = static_cast<int>(uring::test::scaled(10'000));
-  std::vector<int> order;
-  order.reserve(static_cast<std::size_t>(waiters));
-  std::uintptr_t lowest = UINTPTR_MAX, highest = 0;
-  auto waiter = [&](int id) -> task<void> {
-    auto guard = co_await m.lock();
-    order.push_back(id);
-    std::uintptr_t here = stack_position();
-    lowest = std::min(lowest, here);
-    highest = std::max(highest, here);
-  };  // the guard hands off to the next waiter here
-  ex.run([&]() -> task<void> {
-    auto guard = co_await m.lock();
-    for (int i = 0; i < waiters; ++i) uring::spawn(waiter(i));
-    co_await turns(3);
-    guard.unlock();
-    auto last = co_await m.lock();
-  }());
-  EXPECT_EQ(order, iota(waiters));
-  // Each hand-off is resumed by the loop, at the same depth. Had unlock() resumed the next waiter inline,
-  // the stack would have grown by at least a frame per waiter: hundreds of KiB here.
-  EXPECT_LT(highest - lowest, 16u * 1024) << "stack spread over " << waiters << " hand-offs";
-}
-
-task<async_mutex::scoped_lock> lock_and_return(async_mutex& m) { co_return co_await m.lock(); }
-
-TEST(AsyncMutex, GuardMovesLikeUniqueLock) {
-  async_mutex a, b;
-  ASSERT_TRUE(a.try_lock());
-  async_mutex::scoped_lock g1(a, std::adopt_lock);
-  async_mutex::scoped_lock g2(std::move(g1));
-  EXPECT_FALSE(g1.owns_lock());  // NOLINT(bugprone-use-after-move): moved-from state is specified
-  EXPECT_FALSE(static_cast<bool>(g1));
-  EXPECT_EQ(g2.mutex(), &a);
-  EXPECT_TRUE(a.is_locked());
-
-  ASSERT_TRUE(b.try_lock());
-  async_mutex::scoped_lock g3(b, std::adopt_lock);
-  g2 = std::move(g3);  // g2 lets go of a and takes over b
-  EXPECT_FALSE(a.is_locked());
-  EXPECT_TRUE(b.is_locked());
-  EXPECT_EQ(g2.mutex(), &b);
-  EXPECT_FALSE(g3.owns_lock());  // NOLINT(bugprone-use-after-move)
-
-  g2.unlock();
-  EXPECT_FALSE(b.is_locked());
-  g2.unlock();  // owns nothing: does nothing
-  EXPECT_FALSE(g2.owns_lock());
-
-  ASSERT_TRUE(a.try_lock());
-  async_mutex::scoped_lock g4(a, std::adopt_lock);
-  EXPECT_EQ(g4.release(), &a);  // disowned, still locked
-  EXPECT_TRUE(a.is_locked());
-  a.unlock();
-
-  // A guard leaves the coroutine that locked and keeps the mutex locked on the way.
-  executor ex;
-  ex.run([&]() -> task<void> {
-    async_mutex::scoped_lock outer;
-    EXPECT_FALSE(outer.owns_lock());
-    outer = co_await lock_and_return(a);
-    EXPECT_TRUE(a.is_locked());
-    EXPECT_EQ(outer.mutex(), &a);
-  }());
-  EXPECT_FALSE(a.is_locked());
-}
-
-TEST(AsyncMutex, WaitingWithoutAnExecutorThrowsAndLeavesNoWaiter) {
-  async_mutex m;
-  ASSERT_TRUE(m.try_lock());
-  auto t = [](async_mutex& mutex) -> task<void> { auto g = co_await mutex.lock(); }(m);
-  auto h = t.release();
-  h.resume();  // by hand, outside any executor: the lock must be refused, not queued
-  ASSERT_TRUE(h.done());
-  EXPECT_THROW(h.promise().result(), std::logic_error);
-  h.destroy();
-  m.unlock();
-  EXPECT_FALSE(m.is_locked());
-}
-
-// Stop destroys every frame. Whichever order that happens in, the mutex must come out free and usable.
-TEST(AsyncMutex, ExecutorStopLeavesTheMutexFree) {
-  for (bool root_holds : {true, false}) {
-    SCOPED_TRACE(root_holds ? "holder destroyed after its waiters" : "holder destroyed before its waiters");
-    executor ex;
-    async_mutex m;
-    uring::test::pipe_pair p;
-    int acquired = 0;
-    auto block = [&]() -> task<void> {
-      char byte;
-      co_await uring::read(p.read_end.get(), std::span(&byte, 1));  // nobody writes
-    };
-    auto holder = [&]() -> task<void> {
-      auto guard = co_await m.lock();
-      co_await block();
-    };
-    auto waiter = [&]() -> task<void> {
-      auto guard = co_await m.lock();
-      ++acquired;
-    };
-    ex.run([&]() -> task<void> {
-      async_mutex::scoped_lock guard;
-      if (root_holds) {
-        guard = co_await m.lock();
-      } else {
-        uring::spawn(holder());  // spawned first, so destroyed first: its unlock hands off to a doomed waiter
-      }
-      for (int i = 0; i < 3; ++i) uring::spawn(waiter());
-      co_await turns(3);
-      executor::current()->stop();
-      co_await block();
-    }());
-    EXPECT_EQ(acquired, 0);
-    EXPECT_FALSE(m.is_locked());
-    ex.run([&]() -> task<void> { auto guard = co_await m.lock(); }());
   }
-}
+  void leave() { --inside; }
+};
 
-// The lock was handed to a waiter that never got to run before shutdown destroyed it: it passes on.
-TEST(AsyncMutex, HandOffToADestroyedWaiterPassesOn) {
-  executor ex;
-  async_mutex m;
-  async_semaphore go(0);
-  uring::test::pipe_pair p;
-  bool handed_off = false;
-  auto waiter = [&]() -> task<void> {
-    auto guard = co_await m.lock();
-    ADD_FAILURE() << "ran after stop(): this test relies on the loop checking stop before the next turn";
-  };
-  auto opener = [&]() -> task<void> {
-    co_await turns(3);  // the waiters have queued
-    go.release();
-  };
-  ex.run([&]() -> task<void> {
-    auto guard = co_await m.lock();
-    for (int i = 0; i < 3; ++i) uring::spawn(waiter());
-    uring::spawn(opener());
-    // Resumed by a hand-off, i.e. among the turn's ready coroutines, right before the loop checks for
-    // stop: the waiter scheduled below cannot run before the shutdown.
-    co_await go.acquire();
-    guard.unlock();  // the first waiter owns it now, and is scheduled
-    handed_off = m.is_locked();
-    executor::current()->stop();
-    char byte;
-    co_await uring::read(p.read_end.get(), std::span(&byte, 1));
-  }());
-  EXPECT_TRUE(handed_off);
-  EXPECT_FALSE(m.is_locked());
-}
+class Sync : public uring::test::backend_test {};
 
-TEST(AsyncMutex, ExecutorDestructorLeavesAMutexThatOutlivesItFree) {
-  async_mutex m;
-  uring::test::pipe_pair p;
+TEST_P(Sync, AMutexExcludesCoroutinesOnTwoExecutorsAndAPlainThread) {
+  uring::sync::mutex m;
+  long counter = 0;  // guarded by m alone: not atomic
+  occupancy occ;
+  const int rounds = static_cast<int>(scaled(300));
+  auto body = [&](int) -> task<void> {
+    for (int i = 0; i < rounds; ++i) {
+      auto lock = co_await m.async_lock();
+      EXPECT_TRUE(lock.owns_lock());
+      occ.enter();
+      const long seen = counter;
+      co_await uring::nop();  // suspended inside: another holder would interleave here
+      counter = seen + 1;
+      occ.leave();
+    }
+  };
   {
-    executor ex;
-    auto holder = [&]() -> task<void> {
-      auto guard = co_await m.lock();
-      char byte;
-      co_await uring::read(p.read_end.get(), std::span(&byte, 1));
-    };
-    auto waiter = [&]() -> task<void> { auto guard = co_await m.lock(); };
-    ex.run([&]() -> task<void> {
-      uring::spawn(holder());
-      for (int i = 0; i < 3; ++i) uring::spawn(waiter());
-      co_await turns(3);
-    }());
-    EXPECT_TRUE(m.is_locked());  // the spawned work waits for the next run
+    auto a = on_executor(options(), [&] { return many(4, body); });
+    auto b = on_executor(options(), [&] { return many(4, body); });
+    std::jthread plain([&] {
+      for (int i = 0; i < rounds; ++i) {
+        std::lock_guard lock(m);
+        occ.enter();
+        const long seen = counter;
+        std::this_thread::yield();
+        counter = seen + 1;
+        occ.leave();
+      }
+    });
   }
+  EXPECT_EQ(counter, 9L * rounds);
+  EXPECT_EQ(occ.most.load(), 1);
   EXPECT_FALSE(m.is_locked());
+  EXPECT_EQ(m.waiting(), 0u);
 }
 
-// ---- async_semaphore ----------------------------------------------------------------------------------
-
-TEST(AsyncSemaphore, RejectsBadArguments) {
-  EXPECT_THROW(async_semaphore(-1), std::invalid_argument);
-  EXPECT_THROW(async_semaphore(3, 2), std::invalid_argument);
-  EXPECT_THROW(async_semaphore(0, 0), std::invalid_argument);
-  async_semaphore s(1, 2);
-  EXPECT_THROW(s.release(-1), std::invalid_argument);
-  EXPECT_THROW(s.release(2), std::logic_error);  // 3 > max
-  EXPECT_EQ(s.available(), 1);
-  s.release();
-  EXPECT_EQ(s.available(), 2);
-  EXPECT_THROW(s.release(), std::logic_error);
-  EXPECT_EQ(s.max(), 2);
-}
-
-TEST(AsyncSemaphore, TryAcquireTakesOnlyFreePermits) {
-  async_semaphore s(2);
+TEST_P(Sync, ASemaphoreNeverLetsMoreInThanItsCount) {
+  uring::sync::semaphore s(3, 3);
+  occupancy occ;
+  std::atomic<long> entries{0};
+  const int rounds = static_cast<int>(scaled(300));
+  auto body = [&](int) -> task<void> {
+    for (int i = 0; i < rounds; ++i) {
+      co_await s.async_acquire();
+      occ.enter();
+      ++entries;
+      co_await uring::nop();
+      occ.leave();
+      s.release();
+    }
+  };
+  {
+    auto a = on_executor(options(), [&] { return many(4, body); });
+    auto b = on_executor(options(), [&] { return many(4, body); });
+    auto plain = [&] {
+      for (int i = 0; i < rounds; ++i) {
+        s.acquire();
+        occ.enter();
+        ++entries;
+        std::this_thread::yield();
+        occ.leave();
+        s.release();
+      }
+    };
+    std::jthread p1(plain);
+    std::jthread p2(plain);
+  }
+  EXPECT_EQ(entries.load(), 10L * rounds);
+  EXPECT_LE(occ.most.load(), 3);
+  EXPECT_GE(occ.most.load(), 1);
+  EXPECT_EQ(s.available(), 3u);
+  EXPECT_THROW(s.release(), std::logic_error);  // above its max
+  EXPECT_TRUE(s.try_acquire_for(0ms));
   EXPECT_TRUE(s.try_acquire());
   EXPECT_TRUE(s.try_acquire());
   EXPECT_FALSE(s.try_acquire());
-  s.release(2);
-  EXPECT_EQ(s.available(), 2);
-  EXPECT_EQ(s.max(), async_semaphore::kUnbounded);
+  EXPECT_FALSE(s.try_acquire_for(1ms));
+  s.release(3);
 }
 
-TEST(AsyncSemaphore, AcquireWithAFreePermitDoesNotSuspend) {
-  executor ex;
-  async_semaphore s(1);
-  ex.run([&]() -> task<void> {
-    auto enters = executor::current()->stats().enters;
-    co_await s.acquire();
-    EXPECT_EQ(s.available(), 0);
-    EXPECT_EQ(executor::current()->stats().enters, enters);
+TEST_P(Sync, ALatchReleasesItsWaitersExactlyWhenTheCountReachesZero) {
+  uring::sync::latch l(3);
+  std::atomic<int> released{0};
+  auto waiter = [&]() -> task<void> {
+    co_await l.async_wait();
+    ++released;
+  };
+  {
+    auto a = on_executor(options(), waiter);
+    auto b = on_executor(options(), waiter);
+    std::jthread plain([&] {
+      l.wait();
+      ++released;
+    });
+    ASSERT_TRUE(eventually([&] { return l.waiting() == 3; }));
+    l.count_down(2);
+    // Waiters leave the queue only when granted, under the lock: all three still wait.
+    EXPECT_EQ(l.waiting(), 3u);
+    EXPECT_EQ(l.remaining(), 1u);
+    EXPECT_FALSE(l.try_wait());
+    EXPECT_FALSE(l.wait_for(1ms));
+    EXPECT_EQ(released.load(), 0);
+    l.count_down();
+  }
+  EXPECT_EQ(released.load(), 3);
+  EXPECT_TRUE(l.try_wait());
+  EXPECT_THROW(l.count_down(), std::logic_error);
+  run([&]() -> task<void> { co_await l.async_wait(); }());  // at zero, a wait passes at once
+  l.arrive_and_wait(0);
+}
+
+TEST_P(Sync, AnEventWakesEveryWaiterAndStaysSetUntilReset) {
+  uring::sync::event e;
+  std::atomic<int> released{0};
+  auto waiter = [&](int) -> task<void> {
+    co_await e.async_wait();
+    ++released;
+  };
+  {
+    auto a = on_executor(options(), [&] { return many(3, waiter); });
+    auto b = on_executor(options(), [&] { return many(3, waiter); });
+    auto plain = [&] {
+      e.wait();
+      ++released;
+    };
+    std::jthread p1(plain);
+    std::jthread p2(plain);
+    ASSERT_TRUE(eventually([&] { return e.waiting() == 8; }));
+    EXPECT_EQ(released.load(), 0);
+    e.set();
+    e.reset();  // every waiter was released by the set, under the lock: a reset takes nothing back
+  }
+  EXPECT_EQ(released.load(), 8);
+  EXPECT_FALSE(e.is_set());
+  EXPECT_FALSE(e.wait_for(1ms));
+  e.set();
+  EXPECT_TRUE(e.is_set());
+  run([&]() -> task<void> { co_await e.async_wait(); }());  // set: passes at once
+  e.wait();
+}
+
+// A waiter stopped by its token leaves without a permit, and the permit goes to the next waiter.
+TEST_P(Sync, AStoppedWaiterLeavesThePermitToTheNext) {
+  uring::sync::semaphore s(0);
+  run([&]() -> task<void> {
+    std::stop_source source;
+    int stopped_res = 1;
+    bool second_got = false;
+    auto stopped = [&]() -> task<void> {
+      stopped_res = (co_await s.async_acquire(source.get_token()).nothrow()).res;
+    };
+    auto second = [&]() -> task<void> {
+      co_await s.async_acquire();
+      second_got = true;
+    };
+    auto a = uring::spawn(stopped());
+    auto b = uring::spawn(second());
+    EXPECT_TRUE(co_await turn_until([&] { return s.waiting() == 2; }));
+    source.request_stop();
+    co_await std::move(a);
+    EXPECT_EQ(stopped_res, -ECANCELED);
+    EXPECT_EQ(s.waiting(), 1u);
     s.release();
-  }());
-}
-
-TEST(AsyncSemaphore, BoundsConcurrencyToItsCount) {
-  executor ex;
-  constexpr int kPermits = 3, kWorkers = 20;
-  async_semaphore s(kPermits);
-  const long rounds = uring::test::scaled(100);
-  int inside = 0, most_inside = 0, done = 0;
-  auto worker = [&]() -> task<void> {
-    for (long i = 0; i < rounds; ++i) {
-      co_await s.acquire();
-      most_inside = std::max(most_inside, ++inside);
-      co_await uring::nop();
-      co_await uring::nop();
-      --inside;
-      s.release();
+    co_await std::move(b);
+    EXPECT_TRUE(second_got);
+    EXPECT_EQ(s.available(), 0u);
+    // The throwing form names the wait.
+    std::stop_source already;
+    already.request_stop();
+    try {
+      co_await s.async_acquire(already.get_token());
+      ADD_FAILURE() << "acquire did not throw";
+    } catch (const std::system_error& err) {
+      EXPECT_EQ(err.code().value(), ECANCELED);
+      EXPECT_EQ(std::string(err.what()).rfind("semaphore acquire", 0), 0u) << err.what();
     }
-    ++done;
-  };
-  ex.run([&]() -> task<void> {
-    for (int w = 0; w < kWorkers; ++w) uring::spawn(worker());
-    EXPECT_TRUE(co_await turns_until([&] { return done == kWorkers; }, 1'000'000));
   }());
-  EXPECT_EQ(most_inside, kPermits);  // reached, never exceeded
-  EXPECT_EQ(s.available(), kPermits);
 }
 
-TEST(AsyncSemaphore, ReleaseOfNWakesNWaitersInOrderOnALaterTurn) {
-  executor ex;
-  async_semaphore s(0);
-  std::vector<int> woke;
-  auto waiter = [&](int id) -> task<void> {
-    co_await s.acquire();
-    woke.push_back(id);
-  };
-  ex.run([&]() -> task<void> {
-    for (int i = 0; i < 5; ++i) uring::spawn(waiter(i));
-    EXPECT_TRUE(co_await turns_until([&] { return s.waiting() == 5; }));
-    s.release(3);
-    EXPECT_TRUE(woke.empty());  // handed over, not resumed inline
-    EXPECT_EQ(s.waiting(), 2u);
-    EXPECT_EQ(s.available(), 0);
-    EXPECT_FALSE(s.try_acquire());  // the three permits belong to the first three waiters
-    EXPECT_TRUE(co_await turns_until([&] { return woke.size() == 3; }));
-    co_await turns(5);
-    EXPECT_EQ(woke, iota(3));  // exactly three, the first three
-    s.release(4);              // two to the waiters left, two to the count
-    EXPECT_EQ(s.available(), 2);
-    EXPECT_TRUE(co_await turns_until([&] { return woke.size() == 5; }));
-  }());
-  EXPECT_EQ(woke, iota(5));
-  EXPECT_EQ(s.waiting(), 0u);
+task<void> hold_lock(uring::sync::mutex& m, int& got) {
+  auto lock = co_await m.async_lock();
+  ++got;
 }
 
-TEST(AsyncSemaphore, ManyWaitersAreServedInOrder) {
-  executor ex;
-  async_semaphore s(0, 1);
-  const int waiters = static_cast<int>(uring::test::scaled(10'000));
-  std::vector<int> order;
-  auto waiter = [&](int id) -> task<void> {
-    co_await s.acquire();
-    order.push_back(id);
-    s.release();  // hands on to the next, which runs on a later turn
-  };
-  ex.run([&]() -> task<void> {
-    for (int i = 0; i < waiters; ++i) uring::spawn(waiter(i));
-    co_await turns(3);
+// with_timeout on a task stops its lock through the task's stop token: the waiter leaves the queue.
+TEST_P(Sync, ATaskTimingOutWhileItWaitsForAMutexLeavesTheQueue) {
+  uring::sync::mutex m;
+  int got = 0;
+  m.lock();
+  run([&]() -> task<void> {
+    try {
+      co_await uring::with_timeout(hold_lock(m, got), 20ms);
+      ADD_FAILURE() << "the lock did not time out";
+    } catch (const std::system_error& err) {
+      EXPECT_EQ(err.code().value(), ETIMEDOUT);
+    }
+    EXPECT_EQ(m.waiting(), 0u);
+    m.unlock();
+    co_await hold_lock(m, got);  // the mutex is whole
+  }());
+  EXPECT_EQ(got, 1);
+  EXPECT_FALSE(m.is_locked());
+}
+
+// A stop and a release racing for one waiter, on two threads: the permit is either taken (and given back
+// by the waiter) or left; never both, never lost.
+TEST_P(Sync, AStopRacingAReleaseNeverLosesAPermit) {
+  uring::sync::semaphore s(0);
+  uring::test::race_rounds releaser([&](int) { s.release(); });
+  int granted = 0;
+  const int rounds = static_cast<int>(scaled(300));
+  run([&]() -> task<void> {
+    for (int r = 1; r <= rounds; ++r) {
+      std::stop_source source;
+      uring::io_result result{1};
+      auto body = [&]() -> task<void> { result = co_await s.async_acquire(source.get_token()).nothrow(); };
+      auto waiter = uring::spawn(body());
+      EXPECT_TRUE(co_await turn_until([&] { return s.waiting() == 1; }));
+      releaser.open(r);
+      source.request_stop();
+      co_await std::move(waiter);
+      EXPECT_TRUE(co_await turn_until([&] { return releaser.done(r); }));
+      EXPECT_TRUE(result.res == 0 || result.res == -ECANCELED) << result.res;
+      if (result.res == 0) {
+        ++granted;
+        s.release();  // the waiter's permit, given back
+      }
+      EXPECT_EQ(s.available(), 1u) << "round " << r;
+      EXPECT_TRUE(s.try_acquire());
+    }
+  }());
+  RecordProperty("granted", granted);
+}
+
+// An executor destroyed while a coroutine waits for a mutex: the waiter leaves the queue, the holder's lock
+// is untouched, and the mutex works on.
+TEST_P(Sync, AnExecutorEndingWithACoroutineWaitingLeavesTheMutexWhole) {
+  uring::sync::mutex m;
+  int got = 0;
+  m.lock();
+  {
+    uring::executor ex(options());
+    ex.run([&]() -> task<void> {
+      uring::spawn(hold_lock(m, got));
+      EXPECT_TRUE(co_await turn_until([&] { return m.waiting() == 1; }));
+    }());
+  }
+  EXPECT_EQ(m.waiting(), 0u);
+  EXPECT_TRUE(m.is_locked());
+  m.unlock();
+  EXPECT_TRUE(m.try_lock());
+  m.unlock();
+  EXPECT_EQ(got, 0);
+}
+
+// An executor stopping while another thread releases the permit its coroutine waits for: whether the
+// coroutine ran, was granted and dropped, or was freed while it waited, the permit comes back.
+TEST_P(Sync, AnExecutorStoppingAsItsWaiterIsGrantedGivesThePermitBack) {
+  uring::sync::semaphore s(0);
+  const int rounds = static_cast<int>(scaled(50));
+  for (int r = 0; r < rounds; ++r) {
+    std::atomic<uring::executor*> running{nullptr};
+    std::atomic<bool> stop_sent{false};
+    std::jthread owner([&] {
+      uring::executor ex(options());
+      running = &ex;
+      ex.run([&]() -> task<void> {
+        co_await s.async_acquire();
+        s.release();
+      }());
+      stop_sent.wait(false);  // the executor outlives the stop() call
+    });
+    ASSERT_TRUE(eventually([&] { return running.load() != nullptr && s.waiting() == 1; }));
+    std::jthread releaser([&] { s.release(); });
+    running.load()->stop();
+    stop_sent = true;
+    stop_sent.notify_one();
+    releaser.join();
+    owner.join();
+    EXPECT_EQ(s.waiting(), 0u);
+    ASSERT_EQ(s.available(), 1u) << "round " << r;
+    EXPECT_TRUE(s.try_acquire());
+  }
+}
+
+// The same, made certain: the grant is posted while the owner is busy in a turn that ends in its shutdown,
+// which drops the resumption; the frame, freed, gives the permit back.
+TEST_P(Sync, AGrantDroppedByAShutdownGoesBackToTheSemaphore) {
+  uring::sync::semaphore s(0);
+  std::atomic<bool> busy{false};
+  std::atomic<bool> go_on{false};
+  int resumed = 0;
+  auto waiter = [&]() -> task<void> {
+    co_await s.async_acquire();
+    ++resumed;
     s.release();
-    EXPECT_TRUE(
-        co_await turns_until([&] { return static_cast<int>(order.size()) == waiters; }, 10 * waiters));
-  }());
-  EXPECT_EQ(order, iota(waiters));
-  EXPECT_EQ(s.available(), 1);
+  };
+  // Started from the ready list, so its turn goes on to the stop (a completion's resumption would be
+  // followed by the posted work first).
+  auto blocker = [&]() -> task<void> {
+    uring::executor::current()->stop();  // at the end of this turn
+    busy = true;
+    go_on.wait(false);  // the thread is held (not slept): the grant arrives meanwhile
+    co_return;
+  };
+  std::jthread owner([&] {
+    uring::executor ex(options());
+    ex.run([&]() -> task<void> {
+      uring::spawn(waiter());
+      EXPECT_TRUE(co_await turn_until([&] { return s.waiting() == 1; }));
+      uring::spawn(blocker());
+      co_await uring::sleep_for(1h);  // ended by the shutdown
+    }());
+  });
+  ASSERT_TRUE(eventually([&] { return busy.load(); }));
+  s.release();  // granted: the resumption is posted to the busy owner
+  EXPECT_EQ(s.available(), 0u);
+  go_on = true;
+  go_on.notify_one();
+  owner.join();
+  EXPECT_EQ(resumed, 0);
+  EXPECT_EQ(s.waiting(), 0u);
+  EXPECT_EQ(s.available(), 1u);
 }
 
-// ---- destruction rule ---------------------------------------------------------------------------------
-
-class SyncDeathTest : public ::testing::Test {
- protected:
-  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
-};
-
-task<void> wait_for(async_mutex& m) { auto guard = co_await m.lock(); }
-task<void> wait_for(async_semaphore& s) { co_await s.acquire(); }
-
-TEST_F(SyncDeathTest, DestroyingAMutexWithWaitersTerminates) {
-  EXPECT_DEATH(
-      {
-        executor ex;
-        auto m = std::make_unique<async_mutex>();
-        ex.run([&]() -> task<void> {
-          auto guard = co_await m->lock();
-          uring::spawn(wait_for(*m));
-          co_await turns(3);
-          (void)guard.release();  // keep it locked past run()
-        }());
-        m.reset();
-      },
-      "async_mutex destroyed while locked \\(1 coroutine");
+TEST_P(Sync, APlainThreadsTimedWaitsGiveUpAndLeaveTheQueue) {
+  uring::sync::mutex m;
+  m.lock();
+  std::jthread other([&] { EXPECT_FALSE(m.try_lock_for(5ms)); });
+  other.join();
+  EXPECT_EQ(m.waiting(), 0u);
+  m.unlock();
+  std::jthread again([&] {
+    EXPECT_TRUE(m.try_lock_for(1s));
+    m.unlock();
+  });
+  again.join();
 }
 
-TEST_F(SyncDeathTest, DestroyingALockedMutexTerminates) {
-  EXPECT_DEATH(
-      {
-        auto m = std::make_unique<async_mutex>();
-        (void)m->try_lock();
-        m.reset();
-      },
-      "async_mutex destroyed while locked \\(0 coroutine");
-}
-
-TEST_F(SyncDeathTest, UnlockingAnUnlockedMutexTerminates) {
-  EXPECT_DEATH(
-      {
-        async_mutex m;
-        m.unlock();
-      },
-      "not locked");
-}
-
-TEST_F(SyncDeathTest, DestroyingASemaphoreWithWaitersTerminates) {
-  EXPECT_DEATH(
-      {
-        executor ex;
-        auto s = std::make_unique<async_semaphore>(0);
-        ex.run([&]() -> task<void> {
-          uring::spawn(wait_for(*s));
-          uring::spawn(wait_for(*s));
-          co_await turns(3);
-        }());
-        s.reset();
-      },
-      "async_semaphore destroyed while 2 coroutine");
-}
+INSTANTIATE_BACKENDS(Sync);
 
 }  // namespace

@@ -78,4 +78,16 @@ inline long scaled(long n) {
   return v > 0 ? v : 1;
 }
 
+// The error `f` throws as a std::system_error (and its what() into `what`), or none.
+template <class F>
+std::error_code error_of(F&& f, std::string* what = nullptr) {
+  try {
+    f();
+  } catch (const std::system_error& e) {
+    if (what) *what = e.what();
+    return e.code();
+  }
+  return {};
+}
+
 }  // namespace uring::test

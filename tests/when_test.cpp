@@ -116,6 +116,38 @@ TEST_P(When, AnyAsADeadlineOnAWholeTask) {
   EXPECT_EQ(r, 1u);
 }
 
+TEST_P(When, AnyOverAVectorTellsTheWinnerAndCancelsTheRest) {
+  pipe_pair p;
+  auto [index, value] = run([&]() -> task<std::pair<std::size_t, std::string>> {
+    std::vector<task<std::string>> tasks;
+    tasks.push_back(read_pipe(p.read_end.get()));  // never gets its bytes: only cancellation ends it
+    tasks.push_back([]() -> task<std::string> {
+      co_await uring::sleep_for(5ms);
+      co_return "second";
+    }());
+    tasks.push_back(read_pipe(p.read_end.get()));
+    co_return co_await uring::when_any(std::move(tasks));
+  }());
+  EXPECT_EQ(index, 1u);
+  EXPECT_EQ(value, "second");
+}
+
+TEST_P(When, AnyOverAVectorRethrowsAWinningException) {
+  pipe_pair p;
+  EXPECT_THROW(run([&]() -> task<void> {
+                 std::vector<task<int>> tasks;
+                 tasks.push_back(value_after(1, 10s));
+                 tasks.push_back(fail_after(1ms));
+                 (void)co_await uring::when_any(std::move(tasks));
+               }()),
+               std::runtime_error);
+}
+
+TEST_P(When, AnyOverAnEmptyVectorIsAnError) {
+  EXPECT_THROW(run([]() -> task<void> { (void)co_await uring::when_any(std::vector<task<int>>{}); }()),
+               std::invalid_argument);
+}
+
 TEST_P(When, TheAwaitersStopTokenReachesEveryChild) {
   pipe_pair p1, p2;
   std::stop_source source;

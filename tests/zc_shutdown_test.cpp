@@ -24,6 +24,7 @@
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
+#include "tcp_pair.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -32,28 +33,7 @@ using uring::task;
 using uring::net::tcp_stream;
 using uring::test::unique_fd;
 
-// A connected loopback TCP pair made with plain syscalls: the sender (for the executor) and the peer.
-struct tcp_pair {
-  unique_fd sender, peer;
-  tcp_pair() {
-    unique_fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(listener.get(), 1) != 0 ||
-        ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      throw std::system_error(errno, std::system_category(), "listen");
-    }
-    sender.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (::connect(sender.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      throw std::system_error(errno, std::system_category(), "connect");
-    }
-    peer.reset(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!peer) throw std::system_error(errno, std::system_category(), "accept");
-  }
-};
+using uring::test::tcp_pair;
 
 int queued_at(int fd) {
   int n = 0;

@@ -5,7 +5,8 @@
 //
 // A buffer never owns its bytes: the memory must stay valid until the operation that uses it completes
 // (until the co_await returns). Both convert implicitly from any contiguous range of byte-sized elements
-// (std::array<char, N>, std::string, std::vector<std::byte>, std::span<std::uint8_t>, ...).
+// (std::array<char, N>, std::string, std::vector<std::byte>, std::span<std::uint8_t>, ...). A string
+// literal converts to a const_buffer of its characters, without the terminating NUL.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,12 @@ template <class R>
 concept byte_range = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
                          sizeof(std::ranges::range_value_t<R>) == 1 &&
                      std::is_trivially_copyable_v<std::ranges::range_value_t<R>>;
+
+// A string literal (an array of const char): it converts as the characters before its terminating NUL.
+template <class R>
+concept const_char_array = std::is_array_v<std::remove_reference_t<R>> &&
+                           std::is_same_v < std::remove_extent_t<std::remove_reference_t<R>>,
+const char > ;
 
 template <class R>
 concept mutable_byte_range =
@@ -48,9 +55,14 @@ class const_buffer {
   constexpr const_buffer(const void* data, std::size_t size) noexcept : data_(data), size_(size) {}
   constexpr const_buffer(mutable_buffer b) noexcept  // NOLINT(google-explicit-constructor)
       : data_(b.data()), size_(b.size()) {}
+  // A const char array ending in NUL (a string literal) is taken without that NUL: write(fd, "hi") writes
+  // two bytes, as std::string_view("hi") would.
+  template <std::size_t N>
+  constexpr const_buffer(const char (&s)[N]) noexcept  // NOLINT(google-explicit-constructor)
+      : data_(s), size_(N > 0 && s[N - 1] == '\0' ? N - 1 : N) {}
   template <detail::byte_range R>
   requires(
-      !std::is_same_v<std::remove_cvref_t<R>, const_buffer> &&
+      !detail::const_char_array<R> && !std::is_same_v<std::remove_cvref_t<R>, const_buffer> &&
       !std::is_same_v<
           std::remove_cvref_t<R>,
           mutable_buffer>) constexpr const_buffer(R&& range) noexcept  // NOLINT(google-explicit-constructor)

@@ -34,8 +34,9 @@
 // (try_send returns false) and keeps its value.
 //
 // Lifetime: the channel, and the receiving executor, must outlive every coroutine and thread that uses
-// it, including the frames that executor shutdown destroys while they wait on it. Destroying a channel
-// while a coroutine waits on it prints a message and calls std::terminate.
+// it. A channel declared after the executor_group it serves (the natural order) may still be destroyed
+// first, by an exception leaving the scope: its destructor closes it, wakes its waiters and waits until
+// they are out (see ~channel); coroutines must not touch it after that.
 #pragma once
 
 #include <algorithm>
@@ -85,7 +86,10 @@ class channel {
     bool await_ready() { return ch_->send_now(*this); }
     bool await_suspend(std::coroutine_handle<> h) { return ch_->start_send(*this, h); }
     void await_resume() {
-      suspended_ = false;
+      if (suspended_) {
+        suspended_ = false;
+        ch_->left();
+      }
       if (error_ != 0) {
         throw std::system_error(error_, std::system_category(),
                                 error_ == EPIPE
@@ -126,7 +130,10 @@ class channel {
     bool await_ready() { return ch_->receive_now(*this); }
     bool await_suspend(std::coroutine_handle<> h) { return ch_->start_receive(*this, h); }
     std::optional<T> await_resume() noexcept {
-      suspended_ = false;
+      if (suspended_) {
+        suspended_ = false;
+        ch_->left();
+      }
       return std::move(result_);
     }
 
@@ -145,12 +152,27 @@ class channel {
   }
   channel(const channel&) = delete;
   channel& operator=(const channel&) = delete;
+  // Closes the channel: its waiters are woken (a blocked send throws EPIPE, a parked receive yields
+  // std::nullopt) and, when they all run on executors of an executor_group (which run until stopped),
+  // waited for until none is inside the channel any more. Anything else with coroutines waiting (called
+  // on an executor's thread, or a waiter on a lone executor, which may not be running) prints a message
+  // and calls std::terminate: the waiters could never be resumed before the memory goes.
   ~channel() {
-    std::lock_guard lock(mutex_);
-    if (parked_ != nullptr || head_ != nullptr) {
+    bool can_wait = executor::current() == nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (parked_ == nullptr && head_ == nullptr && suspended_.load(std::memory_order_acquire) == 0) return;
+      if (parked_ != nullptr) can_wait = can_wait && detail::executor_access::in_group(receiver_);
+      for (send_awaiter* w = head_; w != nullptr && can_wait; w = w->next_)
+        can_wait = detail::executor_access::in_group(*w->executor_);
+    }
+    if (!can_wait) {
       std::fprintf(stderr, "uring::channel destroyed while coroutines wait on it\n");
       std::terminate();
     }
+    close();
+    dying_.store(true);
+    for (std::uint32_t n = suspended_.load(); n != 0; n = suspended_.load()) suspended_.wait(n);
   }
 
   // Awaiting it sends `value`: suspends while the channel is full. Throws std::system_error(EPIPE) once
@@ -235,6 +257,7 @@ class channel {
     s.executor_ = &ex;
     s.handle_ = h;
     s.suspended_ = true;
+    suspended_.fetch_add(1, std::memory_order_relaxed);
     s.prev_ = tail_;
     s.next_ = nullptr;
     (tail_ != nullptr ? tail_->next_ : head_) = &s;
@@ -314,6 +337,7 @@ class channel {
     r.discard = [](detail::remote_node*) noexcept {};
     r.handle_ = h;
     r.suspended_ = true;
+    suspended_.fetch_add(1, std::memory_order_relaxed);
     parked_ = &r;
     woke_early_ = false;  // a new turn: its enter carries every doorbell still queued
     return true;
@@ -370,13 +394,25 @@ class channel {
   // A waiter's frame is destroyed before it resumed. If it is still linked, nobody has posted it and,
   // holding the mutex, nobody can; if it was posted, its executor discards the node.
   void abandon(send_awaiter& w) noexcept {
-    std::lock_guard lock(mutex_);
-    if (w.state_ == send_awaiter::state::queued) unlink(w);
-    w.state_ = send_awaiter::state::done;
+    {
+      std::lock_guard lock(mutex_);
+      if (w.state_ == send_awaiter::state::queued) unlink(w);
+      w.state_ = send_awaiter::state::done;
+    }
+    left();
   }
   void abandon(receive_awaiter& r) noexcept {
-    std::lock_guard lock(mutex_);
-    if (parked_ == &r) parked_ = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (parked_ == &r) parked_ = nullptr;
+    }
+    left();
+  }
+  // A coroutine that suspended in send or receive is done with the channel (resumed, or its frame
+  // destroyed): the last access an awaiter makes, so a destructor waiting for none to remain may go on.
+  // seq_cst pairs with the destructor's store of dying_ then load of suspended_: one of them sees the other.
+  void left() noexcept {
+    if (suspended_.fetch_sub(1) == 1 && dying_.load()) suspended_.notify_all();
   }
 
   // Three cache lines, by who writes them: measured, a stream's sender spent ~70% of its time in the
@@ -396,6 +432,10 @@ class channel {
   // Read by both sides, written rarely: the receiver every publish_every_ values, a sender when it blocks.
   alignas(64) std::atomic<std::size_t> in_local_{0};  // local_'s size as last published (never below it)
   std::atomic<bool> blocked_{false};                  // head_ != nullptr, for the receiver's lock-free path
+  // Written on every suspension and resumption (a line of its own, so senders' reads of in_local_ stay
+  // put): coroutines suspended in send or receive, woken or not, and whether the destructor waits for them.
+  alignas(64) std::atomic<std::uint32_t> suspended_{0};
+  std::atomic<bool> dying_{false};
   executor& receiver_;
   const std::size_t capacity_;
   const std::size_t publish_every_;

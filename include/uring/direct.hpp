@@ -115,16 +115,23 @@ task<void> send_direct(const executor_handle& target, direct_fd f, Fn fn) {
   return detail::send_direct(target, f, std::make_unique<detail::direct_handoff_of<Fn>>(std::move(fn)));
 }
 
-// As read and write on a plain fd (uring/io.hpp), on the file in slot `f` (IOSQE_FIXED_FILE).
-inline detail::io_awaitable<std::size_t> read(direct_fd f, mutable_buffer buf,
-                                              std::uint64_t offset = current_position) noexcept {
+// As read, write, read_at and write_at on a plain fd (uring/io.hpp), on the file in slot `f`
+// (IOSQE_FIXED_FILE).
+inline detail::io_awaitable<std::size_t> read_at(direct_fd f, mutable_buffer buf,
+                                                 std::uint64_t offset) noexcept {
   return detail::rw("read", detail::op_code::read, true, static_cast<std::int32_t>(f.index), buf.data(),
                     buf.size(), offset);
 }
-inline detail::io_awaitable<std::size_t> write(direct_fd f, const_buffer buf,
-                                               std::uint64_t offset = current_position) noexcept {
+inline detail::io_awaitable<std::size_t> write_at(direct_fd f, const_buffer buf,
+                                                  std::uint64_t offset) noexcept {
   return detail::rw("write", detail::op_code::write, true, static_cast<std::int32_t>(f.index),
                     const_cast<void*>(buf.data()), buf.size(), offset);
+}
+inline detail::io_awaitable<std::size_t> read(direct_fd f, mutable_buffer buf) noexcept {
+  return read_at(f, buf, detail::current_position);
+}
+inline detail::io_awaitable<std::size_t> write(direct_fd f, const_buffer buf) noexcept {
+  return write_at(f, buf, detail::current_position);
 }
 
 // recv(2) and send(2) on the socket in slot `f`, with their MSG_* flags: MSG_PEEK, MSG_DONTWAIT (fails

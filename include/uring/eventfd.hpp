@@ -31,8 +31,7 @@ struct register_eventfd_fn {
   eventfd_registration operator()() const;
 };
 struct unregister_eventfd_fn {
-  executor* ex;  // null: nothing to do
-  std::uint64_t id;
+  eventfd_registration* self;
   void operator()() const;
 };
 struct enable_eventfd_fn {
@@ -55,12 +54,10 @@ class eventfd_registration {
   [[nodiscard]] bool async_only() const noexcept { return async_only_; }
   [[nodiscard]] executor* owner() const noexcept { return ex_; }
 
-  // Unregisters now, from a coroutine on any executor; the handle is inactive from the call on. Does
-  // nothing if it already was.
-  detail::owner_call<detail::unregister_eventfd_fn> unregister() noexcept {
-    executor* ex = std::exchange(ex_, nullptr);
-    return {ex, {ex, id_}};
-  }
+  // Unregisters when awaited, from a coroutine on any executor; the handle is inactive once the co_await
+  // returns. Does nothing if it already was. Not awaited, it does nothing (the handle still unregisters
+  // when destroyed).
+  detail::owner_call<detail::unregister_eventfd_fn> unregister() noexcept { return {ex_, {this}}; }
   // Pauses (false) or resumes (true) the signals without giving up the slot (io_uring_cq_eventfd_toggle,
   // kernel 5.8). From a coroutine on any executor. Throws std::system_error(ENXIO) if not registered.
   detail::owner_call<detail::enable_eventfd_fn> enable(bool on) const noexcept {
@@ -69,6 +66,7 @@ class eventfd_registration {
 
  private:
   friend struct detail::register_eventfd_fn;
+  friend struct detail::unregister_eventfd_fn;
   eventfd_registration(executor& ex, std::uint64_t id, int fd, bool async_only) noexcept
       : ex_(&ex), id_(id), fd_(fd), async_only_(async_only) {}
   void release() noexcept;

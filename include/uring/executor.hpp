@@ -26,6 +26,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,7 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "uring/detail/remote.hpp"
 
@@ -71,6 +73,7 @@ struct executor_stats {
 
 class executor;
 class executor_handle;
+struct inflight_op;
 class eventfd_registration;
 struct message;
 namespace detail {
@@ -172,6 +175,12 @@ class executor {
   // next enter, or held by the kernel (the emulation). The executor's own wake-up read is not counted,
   // so this is 0 whenever every awaited operation (and multishot one) has finished. Owner thread.
   [[nodiscard]] std::size_t operations_in_flight() const noexcept;
+  // A snapshot of the operations in flight (uring/inflight.hpp), taken on the owner thread: at once when
+  // called there, else posted to the running loop and waited for, at most `limit` (std::system_error
+  // ETIMEDOUT: the loop did not take it in time, e.g. it is blocked or not running; ESHUTDOWN: it no
+  // longer accepts work). Any thread. Declared here, usable with <uring/inflight.hpp>.
+  [[nodiscard]] std::vector<inflight_op> inflight(
+      std::chrono::milliseconds limit = std::chrono::seconds(5)) const;
   // What the executor runs on and why: backend, setup flags, fallbacks with their reasons.
   [[nodiscard]] const executor_plan& plan() const noexcept;
   // True when the ring fd is registered, i.e. every enter uses IORING_ENTER_REGISTERED_RING.
@@ -216,8 +225,18 @@ struct executor_access {
   // token, no linked timeout): a nop, read or write goes straight into the ring's SQ where the backend
   // offers that (op_queue::start_inline). False: the caller submits it. An operation that can be
   // stopped takes the list, so that a stop in the same turn keeps it from the kernel altogether.
-  static bool start_inline(executor& ex, operation& op) noexcept { return ex.queue_.start_inline(op); }
+  [[gnu::always_inline]] static bool start_inline(executor& ex, operation& op) noexcept {
+    return ex.queue_.start_inline(op);
+  }
+  // Whether the allowlist refuses `code`, and whether the executor takes no more operations: a chain
+  // asks before it starts any of its steps.
+  static bool refuses(const executor& ex, op_code code) noexcept { return ex.queue_.refused.contains(code); }
+  static bool closed(const executor& ex) noexcept { return ex.queue_.closed; }
+  // Hands what the SQ holds to the kernel now: cancels made while completions are being delivered,
+  // which must reach the kernel before the operations' memory can be reused.
+  static void flush(executor& ex);
   static void enqueue(op_queue& q, operation& op) noexcept {
+    if (!q.listed(op)) q.enlist(op);
     q.push(op);
     if (q.refused.contains(op.request.code)) [[unlikely]]
       op.state = op_state::refused;
@@ -258,6 +277,8 @@ struct executor_access {
   static bool try_post_home(executor& home, remote_node& node) noexcept;
   // True once the executor_group `ex` belongs to has begun to stop (false for an executor on its own).
   static bool group_stopping(const executor& ex) noexcept;
+  // True when `ex` belongs to an executor_group (whose thread runs its loop until the group stops).
+  static bool in_group(const executor& ex) noexcept;
 };
 }  // namespace detail
 

@@ -35,6 +35,10 @@ class executor_group {
   [[nodiscard]] std::size_t size() const noexcept;
   [[nodiscard]] executor& at(std::size_t i);  // std::out_of_range past size()
   [[nodiscard]] executor& next() noexcept;    // round robin, any thread
+  // executor::inflight of every member, in order (uring/inflight.hpp). Blocks the calling thread while
+  // each member's loop takes its snapshot: call it from a thread outside the group.
+  [[nodiscard]] std::vector<std::vector<inflight_op>> inflight(
+      std::chrono::milliseconds limit = std::chrono::seconds(5));
 
   // Asks every executor to stop; returns at once. Work posted afterwards is refused (ESHUTDOWN).
   void stop() noexcept;

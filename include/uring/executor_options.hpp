@@ -10,8 +10,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "uring/inflight.hpp"
 #include "uring/op_allowlist.hpp"
 
 namespace uring {
@@ -56,7 +58,7 @@ enum class feature : std::uint32_t {
   defer_taskrun = 1u << 6,
   eventfd = 1u << 7,    // io_uring_register_eventfd
   buf_ring = 1u << 8,   // provided buffer rings
-  multishot = 1u << 9,  // multishot accept/recv
+  multishot = 1u << 9,  // multishot accept/recv, and the ticker's multishot timeout
   send_zc = 1u << 10,   // zero-copy send
 };
 
@@ -118,6 +120,21 @@ struct executor_options {
   // registered empty at start-up. 0: no table (install_direct fails with ENXIO). The kernel caps it at
   // RLIMIT_NOFILE.
   unsigned direct_files = 0;
+  // The stuck-operation watchdog (0: off): an operation in flight for longer than this (a sleep or other
+  // timer excepted: its age is what it asked for) is reported once,
+  // through `on_stuck` on the executor's thread, or as a line on stderr when that is empty
+  // ("uring: operation in flight past 1000ms: read fd=7 age=1004ms"). The executor checks at a quarter
+  // of this period (at least every 10 ms) with a timer of its own, so an idle loop reports too, up to
+  // that much late. An executor whose allowlist refuses timeouts cannot run it: it says so once.
+  std::chrono::milliseconds stuck_after{0};
+  std::function<void(const inflight_op&)> on_stuck;
+  // The stall watchdog (0: off): a loop that has been running coroutines for longer than this without
+  // coming back to the kernel (a coroutine blocks the thread, or computes without awaiting) is reported
+  // once per stall, from a monitor thread (the executor's own is busy): through `on_stall`, or as a line
+  // on stderr when that is empty. Checked every quarter of the period (at least every 5 ms). busy_poll
+  // spinning counts as running: keep it shorter than this.
+  std::chrono::milliseconds stall_after{0};
+  std::function<void(const stall_report&)> on_stall;
 };
 
 }  // namespace uring

@@ -1,8 +1,8 @@
 // uring/io.hpp — the basic asynchronous operations on file descriptors.
 //
-// Provides: uring::nop, uring::read, uring::write, uring::readv, uring::writev, uring::poll,
-// uring::current_position,
-// uring::with_timeout, uring::with_stop_token.
+// Provides: uring::nop, uring::read, uring::write, uring::readv, uring::writev (at the current
+// position), uring::read_at, uring::write_at, uring::readv_at, uring::writev_at (at an offset),
+// uring::poll, uring::with_timeout, uring::with_stop_token.
 // Threads: await them from a coroutine running on an executor; the operation runs on that executor.
 //
 // Each function returns an awaitable that does nothing until it is awaited (no SQE is taken before).
@@ -27,8 +27,10 @@
 
 namespace uring {
 
-// As an offset: use (and advance) the file's current position; required for pipes and sockets.
+namespace detail {
+// As an offset: use (and advance) the file's current position; what read and write pass.
 inline constexpr std::uint64_t current_position = ~std::uint64_t{0};
+}  // namespace detail
 
 namespace detail {
 
@@ -53,38 +55,60 @@ inline io_awaitable<std::size_t> rw(const char* name, op_code code, bool direct,
 // Completes without doing anything: the cost of one round trip through the ring.
 inline detail::io_awaitable<void> nop() noexcept { return {"nop", {.code = detail::op_code::nop}}; }
 
-// Reads up to buf.size() bytes at `offset` (or at the current position). Yields the byte count, 0 at EOF.
-inline detail::io_awaitable<std::size_t> read(int fd, mutable_buffer buf,
-                                              std::uint64_t offset = current_position) noexcept {
+// Reads up to buf.size() bytes at the file's current position (advancing it; pipes and sockets have
+// only that). Yields the byte count, 0 at EOF.
+inline detail::io_awaitable<std::size_t> read(int fd, mutable_buffer buf) noexcept {
+  return detail::rw("read", detail::op_code::read, false, fd, buf.data(), buf.size(),
+                    detail::current_position);
+}
+
+// Reads up to buf.size() bytes at `offset` (pread(2): the file's position is neither used nor moved).
+// Yields the byte count, 0 at EOF.
+inline detail::io_awaitable<std::size_t> read_at(int fd, mutable_buffer buf, std::uint64_t offset) noexcept {
   return detail::rw("read", detail::op_code::read, false, fd, buf.data(), buf.size(), offset);
 }
 
-// Writes up to buf.size() bytes at `offset` (or at the current position). Yields the byte count, which
-// may be short (a pipe or socket that is nearly full): loop if you need all of it written.
-inline detail::io_awaitable<std::size_t> write(int fd, const_buffer buf,
-                                               std::uint64_t offset = current_position) noexcept {
+// Writes up to buf.size() bytes at the current position. Yields the byte count, which may be short (a
+// pipe or socket that is nearly full): loop if you need all of it written. A string literal writes its
+// characters, without the terminating NUL (uring/buffer.hpp).
+inline detail::io_awaitable<std::size_t> write(int fd, const_buffer buf) noexcept {
+  return detail::rw("write", detail::op_code::write, false, fd, const_cast<void*>(buf.data()), buf.size(),
+                    detail::current_position);
+}
+
+// Writes up to buf.size() bytes at `offset` (pwrite(2)). Yields the byte count, which may be short.
+inline detail::io_awaitable<std::size_t> write_at(int fd, const_buffer buf, std::uint64_t offset) noexcept {
   return detail::rw("write", detail::op_code::write, false, fd, const_cast<void*>(buf.data()), buf.size(),
                     offset);
 }
 
-// Reads into the buffers of `bufs` in turn, filling each before the next (readv(2)), at `offset` (or at
-// the current position: pipes and sockets). Yields the byte count, 0 at EOF. The iovec array and the
-// buffers it points at must stay valid until the co_await returns. Minimum kernel 5.1.
-inline detail::io_awaitable<std::size_t> readv(int fd, std::span<const ::iovec> bufs,
-                                               std::uint64_t offset = current_position) noexcept {
+// Reads into the buffers of `bufs` in turn, filling each before the next (readv(2)), at the current
+// position. Yields the byte count, 0 at EOF. The iovec array and the buffers it points at must stay
+// valid until the co_await returns. Minimum kernel 5.1.
+inline detail::io_awaitable<std::size_t> readv(int fd, std::span<const ::iovec> bufs) noexcept {
   return detail::rw("readv", detail::op_code::readv, false, fd, const_cast<::iovec*>(bufs.data()),
                     bufs.size(),
-                    offset);  // len: the count of buffers
+                    detail::current_position);  // len: the count of buffers
+}
+// The same at `offset` (preadv(2)).
+inline detail::io_awaitable<std::size_t> readv_at(int fd, std::span<const ::iovec> bufs,
+                                                  std::uint64_t offset) noexcept {
+  return detail::rw("readv", detail::op_code::readv, false, fd, const_cast<::iovec*>(bufs.data()),
+                    bufs.size(), offset);
 }
 
-// Writes the buffers of `bufs` in turn (writev(2)) at `offset` (or at the current position). Yields the
-// byte count, which may be short, as write's. The iovec array and its buffers must stay valid until the
-// co_await returns. Minimum kernel 5.1.
-inline detail::io_awaitable<std::size_t> writev(int fd, std::span<const ::iovec> bufs,
-                                                std::uint64_t offset = current_position) noexcept {
+// Writes the buffers of `bufs` in turn (writev(2)) at the current position. Yields the byte count,
+// which may be short, as write's. The iovec array and its buffers must stay valid until the co_await
+// returns. Minimum kernel 5.1.
+inline detail::io_awaitable<std::size_t> writev(int fd, std::span<const ::iovec> bufs) noexcept {
   return detail::rw("writev", detail::op_code::writev, false, fd, const_cast<::iovec*>(bufs.data()),
-                    bufs.size(),
-                    offset);  // len: the count of buffers
+                    bufs.size(), detail::current_position);
+}
+// The same at `offset` (pwritev(2)).
+inline detail::io_awaitable<std::size_t> writev_at(int fd, std::span<const ::iovec> bufs,
+                                                   std::uint64_t offset) noexcept {
+  return detail::rw("writev", detail::op_code::writev, false, fd, const_cast<::iovec*>(bufs.data()),
+                    bufs.size(), offset);
 }
 
 // Waits until `fd` is ready for any of `events` (POLLIN, POLLOUT, ...; <poll.h>) and yields the events
@@ -103,8 +127,8 @@ timespec64 to_timespec(std::chrono::duration<Rep, Period> d) noexcept {
 }  // namespace detail
 
 // The operation, cancelled if it has not completed within `d` (an io_uring linked timeout): it then
-// fails with ETIMEDOUT. Works on every single operation of the library (not on tasks: for those, race
-// them against sleep_for with when_any).
+// fails with ETIMEDOUT. Works on every single operation of the library; uring/task_adapters.hpp gives
+// the same spelling for whole tasks.
 template <class Result, bool Throw, class Payload, class Rep, class Period>
 detail::io_awaitable<Result, Throw, detail::linked_payload<Payload>> with_timeout(
     detail::io_awaitable<Result, Throw, Payload> op, std::chrono::duration<Rep, Period> d) noexcept {

@@ -35,6 +35,8 @@ struct executor_plan {
   bool send_msg_ring = false;      // ring-less threads post by IORING_REGISTER_SEND_MSG_RING
   bool buf_ring = false;           // leased recv by provided buffer ring + multishot recv
   bool send_zc = false;            // send_zc by IORING_OP_SEND_ZC (else a plain send)
+  bool linked_chains = false;      // chain() by linked SQEs in one submit (else one step at a time)
+  bool multishot_timeout = false;  // ticker by one multishot timeout (else one timeout per tick)
   op_allowlist allowed_ops;        // executor_options::allowed_ops (native: also the kernel's)
   std::vector<std::string> notes;  // each fallback or override, with its reason
 };

@@ -27,6 +27,12 @@
 // executors a coroutine travelled between must stop together (executor_group does: all of them
 // quiesce before any frees a frame); see docs/messaging.md. A handle guards against the *target's*
 // destruction; the coroutine's owner must still outlive the trip, as for an executor&.
+//
+// After the hop the code runs on another thread, but the compiler may not know it: a value it thinks
+// cannot change across the co_await is stale. std::this_thread::get_id() (pthread_self is declared
+// `const`) may give the old thread's id at -O2, and the address of a thread_local may be the old
+// thread's. Read them after the hop through a call the compiler cannot see into (a noinline function
+// with an empty asm memory clobber), not through a value or address taken before it.
 #pragma once
 
 #include <cerrno>

@@ -1,4 +1,4 @@
-// uring/spawn.hpp — start a task that nobody awaits.
+// uring/spawn.hpp — start a task that runs on its own; its result comes back through a join_handle.
 //
 // Provides: uring::spawn.
 // Threads: spawn(t) runs t on the executor running on this thread; spawn(target, t) may be called from
@@ -7,21 +7,31 @@
 // executor that is gone: ESHUTDOWN then, see uring/executor_handle.hpp).
 //
 // The executor the task starts on owns its frame until it finishes, even if the task moves to other
-// executors in between (resume_on): when it finishes elsewhere, its owner is told and frees it. An
-// exception escaping it shuts the owner down and is rethrown from executor::run() (as Asio's co_spawn
-// does with `detached`): errors are never lost.
+// executors in between (resume_on): when it finishes elsewhere, its owner is told and frees it.
+// spawn returns a join_handle: `co_await h` (any executor) or `h.get()` (a plain thread) gives the task's
+// value or exception. A task whose handle was dropped (or detached) runs on its own: an exception
+// escaping it shuts the owner down and is rethrown from executor::run() (as Asio's co_spawn does with
+// `detached`). Errors are never lost.
+// A lambda coroutine's captures live in the lambda, not in the task's frame: spawn(target, fn, args...)
+// keeps the callable and its arguments in the frame, where spawn(target, [x] -> task<> {...}()) reads
+// dead captures once the statement ends.
 #pragma once
 
 #include <cerrno>
+#include <concepts>
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "uring/detail/remote.hpp"
 #include "uring/executor.hpp"
 #include "uring/executor_handle.hpp"
+#include "uring/join_handle.hpp"
 #include "uring/task.hpp"
 
 namespace uring {
@@ -88,18 +98,40 @@ class spawned {
   std::coroutine_handle<promise_type> handle_;
 };
 
+// Runs `t`, keeps its outcome in `state` for the join_handle; with the handle gone, an exception fails the
+// executor (through the promise's unhandled_exception).
 template <class T>
-spawned spawn_body(task<T> t) {
-  co_await std::move(t);
+spawned spawn_body(task<T> t, std::shared_ptr<join_state<T>> state) {
+  std::exception_ptr error;
+  try {
+    if constexpr (std::is_void_v<T>) {
+      co_await std::move(t);
+    } else {
+      state->value.emplace(co_await std::move(t));
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // The task's frame, and this frame's reference to the exception, go with the hand-over: the awaiter may
+  // run at once on another thread, and nothing of the task (a copy of the exception) may be released here
+  // meanwhile. With the handle gone (end() says so), nobody else touches the state's error any more.
+  t = task<T>{};
+  if (state->end(std::move(error))) std::rethrow_exception(state->error);
+}
+
+// A task that owns `fn` and `args` (copied into its frame) and awaits what fn(args...) returns.
+template <class F, class... Args>
+auto call_in_frame(F fn, Args... args) -> task<typename std::invoke_result_t<F&, Args&...>::value_type> {
+  co_return co_await std::invoke(fn, args...);
 }
 
 // Both spawn(target, t) forms: wraps t and hands its start node over with `hand_off(node)`, which sets
 // node.target to the executor that takes it (that one becomes the owner). False if it was refused: the
 // frame (and t with it) is destroyed unstarted, and the caller throws.
 template <class T, class HandOff>
-[[nodiscard]] bool spawn_elsewhere(task<T> t, HandOff hand_off) {
+[[nodiscard]] bool spawn_elsewhere(task<T> t, std::shared_ptr<join_state<T>> state, HandOff hand_off) {
   using promise = spawned::promise_type;
-  auto h = spawn_body(std::move(t)).handle_;
+  auto h = spawn_body(std::move(t), std::move(state)).handle_;
   promise& p = h.promise();
   p.message.run = [](remote_node* n) noexcept {
     auto frame = promise::from_message(n);
@@ -118,39 +150,57 @@ template <class T, class HandOff>
 
 // Starts `t` on the executor running on this thread; throws std::logic_error if there is none.
 template <class T>
-void spawn(task<T> t) {
+join_handle<T> spawn(task<T> t) {
   executor& ex = detail::executor_access::current("uring::spawn");
-  auto h = detail::spawn_body(std::move(t)).handle_;
+  auto state = std::make_shared<detail::join_state<T>>();
+  auto h = detail::spawn_body(std::move(t), state).handle_;
   h.promise().owner = &ex;
   detail::executor_access::adopt(ex, h.promise().node);
   detail::executor_access::schedule(ex, h);
+  return join_handle<T>(std::move(state));
 }
 
 // Starts `t` on `target`, from any thread. Throws std::system_error(ESHUTDOWN), with `t` destroyed
 // unstarted, if `target` no longer accepts work.
 template <class T>
-void spawn(executor& target, task<T> t) {
+join_handle<T> spawn(executor& target, task<T> t) {
   if (executor::current() == &target) return spawn(std::move(t));
-  const bool posted = detail::spawn_elsewhere(std::move(t), [&target](detail::remote_node& n) noexcept {
-    n.target = &target;
-    return detail::executor_access::try_post(target, n);
-  });
+  auto state = std::make_shared<detail::join_state<T>>();
+  const bool posted =
+      detail::spawn_elsewhere(std::move(t), state, [&target](detail::remote_node& n) noexcept {
+        n.target = &target;
+        return detail::executor_access::try_post(target, n);
+      });
   if (!posted)
     throw std::system_error(ESHUTDOWN, std::system_category(),
                             "uring::spawn: the target executor no longer accepts work");
+  return join_handle<T>(std::move(state));
 }
 
 // The same through a handle: ESHUTDOWN, with `t` destroyed unstarted, if the handle names no executor,
 // or one that is gone or refuses work. A task the target accepted but never started because it shut
-// down first is destroyed unstarted by the target (as for an executor&): spawn cannot report it.
+// down first is destroyed unstarted by the target (as for an executor&): its join_handle never ends, so
+// await it only from an executor that shuts down no later than the target (or with a time-out).
 template <class T>
-void spawn(const executor_handle& target, task<T> t) {
+join_handle<T> spawn(const executor_handle& target, task<T> t) {
   if (executor* cur = executor::current(); cur != nullptr && cur->handle() == target)
     return spawn(std::move(t));
   const std::uint64_t id = target.id();
+  auto state = std::make_shared<detail::join_state<T>>();
   const bool posted = detail::spawn_elsewhere(
-      std::move(t), [id](detail::remote_node& n) noexcept { return detail::post_to_handle(id, n); });
+      std::move(t), state, [id](detail::remote_node& n) noexcept { return detail::post_to_handle(id, n); });
   if (!posted) detail::throw_handle_refused("uring::spawn");
+  return join_handle<T>(std::move(state));
+}
+
+// The safe form for a lambda with captures (or any callable returning a task): `fn` and `args` are
+// copied into the spawned task's frame, so they live as long as it runs. (spawn(target, lambda()) keeps
+// only the task: a lambda temporary's captures are gone by the time it runs.)
+template <class Target, class F, class... Args>
+requires(std::same_as<std::remove_cvref_t<Target>, executor> ||
+         std::same_as<std::remove_cvref_t<Target>, executor_handle>) &&
+    std::invocable<F&, Args&...> auto spawn(Target&& target, F fn, Args... args) {
+  return spawn(std::forward<Target>(target), detail::call_in_frame(std::move(fn), std::move(args)...));
 }
 
 }  // namespace uring

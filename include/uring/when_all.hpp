@@ -44,38 +44,18 @@ class [[nodiscard]] when_all_awaitable : public fixed_group<false, T...> {
 };
 
 template <class T>
-class [[nodiscard]] when_all_range_awaitable {
+class [[nodiscard]] when_all_range_awaitable : public range_group<false, T> {
  public:
-  explicit when_all_range_awaitable(std::vector<task<T>> tasks)
-      : shared_(tasks.size()), slots_(tasks.size()), errors_(tasks.size()) {
-    children_.reserve(tasks.size());
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      children_.push_back(run_child(std::move(tasks[i]), slots_[i], errors_[i], shared_, i, false));
-    }
-  }
-  when_all_range_awaitable(const when_all_range_awaitable&) = delete;
+  using range_group<false, T>::range_group;
 
-  bool await_ready() const noexcept { return children_.empty(); }
-  template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> parent) {
-    return start_group(parent, shared_, children_, link_);
-  }
   std::vector<when_value_t<T>> await_resume() {
-    link_.reset();
-    std::size_t failed = shared_.first.load(std::memory_order_acquire);
-    if (failed != kNoChild) std::rethrow_exception(errors_[failed]);
+    std::size_t failed = this->finish();
+    if (failed != kNoChild) std::rethrow_exception(this->errors_[failed]);
     std::vector<when_value_t<T>> out;
-    out.reserve(slots_.size());
-    for (auto& s : slots_) out.push_back(std::move(*s));
+    out.reserve(this->slots_.size());
+    for (auto& s : this->slots_) out.push_back(std::move(*s));
     return out;
   }
-
- private:
-  when_shared shared_;
-  std::vector<std::optional<when_value_t<T>>> slots_;
-  std::vector<std::exception_ptr> errors_;
-  std::vector<when_child> children_;
-  parent_stop_link link_;
 };
 
 }  // namespace detail

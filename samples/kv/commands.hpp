@@ -1,11 +1,14 @@
-// samples/kv/commands.hpp — what uring-kv's executors share, and running one command.
+// samples/kv/commands.hpp — what uring-kv's executors share, one client's session, and running a command.
 //
-// Provides: kv::server (the shards and the executor group), kv::execute.
+// Provides: kv::server (the shards and the executor group), kv::session (a connection's database and
+// name), kv::execute, and for the command files kv::context, kv::on_shard and the commands that visit
+// several shards (keyspace.cpp, multikey.cpp) or none (local.cpp).
 // Threads: shard i is touched only on group->at(i)'s thread; execute runs on the connection's executor
 // `me` and visits the others with submit_to (commands naming other shards' keys).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -14,25 +17,126 @@
 
 #include <uring/uring.hpp>
 
+#include "clients.hpp"
 #include "reply.hpp"
 #include "shard.hpp"
+#include "transaction.hpp"
 
 namespace kv {
 
-using args_t = std::span<const std::string_view>;
+// The version HELLO and INFO report: the Redis whose replies uring-kv gives.
+inline constexpr std::string_view redis_version = "7.0.0";
 
 struct server {
   uring::executor_group* group = nullptr;
   std::vector<std::unique_ptr<shard>> shards;
+  std::vector<std::unique_ptr<client_registry>> clients;  // one per executor, as the shards
   std::string backend;
   int port = 0;
+  int max_connections = 0;
+  std::int64_t started_ms = clock_ms();
+  std::string password;  // --requirepass: empty when none is required
 
   [[nodiscard]] std::size_t count() const noexcept { return shards.size(); }
+};
+
+// A connection's state between its commands. Its executor's client_registry lists it (CLIENT LIST reads
+// it there, on that thread only).
+struct session {
+  int db = 0;                    // SELECT
+  std::string name;              // CLIENT SETNAME
+  std::int64_t id;               // CLIENT ID: unique over the server's life
+  transaction tx;                // MULTI and WATCH
+  int proto = 2;                 // HELLO: RESP2 or RESP3
+  bool authenticated = true;     // false until AUTH when --requirepass is set
+  int auth_failures = 0;         // failed AUTH and HELLO AUTH: max_auth_failures close the connection
+  client_info info;              // what CLIENT LIST tells of the connection
+  std::int64_t exec_count = -1;  // while EXEC runs its queue: the queue's length (CLIENT LIST's multi=)
+
+  session();
 };
 
 // Runs one command, its reply into `out` (a long one written as it forms: see reply::flush_if_full).
 // Returns false when the connection should close (QUIT). `args` points into the connection's parser,
 // which is not touched until this returns.
-uring::task<bool> execute(server& srv, std::size_t me, args_t args, reply& out);
+uring::task<bool> execute(server& srv, std::size_t me, session& ses, args_t args, reply& out);
+
+// One command being run: what a command body needs.
+struct context {
+  server& srv;
+  std::size_t me;  // the connection's executor
+  session& ses;
+  args_t args;  // name first, arity checked
+  reply& out;
+  bool close = false;  // QUIT: close after the reply
+};
+
+// The reply text the command appends to (reply::text).
+inline std::string& text(context& c) { return c.out.text(); }
+
+// Runs `fn()` on shard `i`'s executor: directly when that is this one, else forwarded and awaited.
+template <class F>
+uring::task<void> on_shard(server& srv, std::size_t me, std::size_t i, F fn) {
+  if (i == me) {
+    fn();
+  } else {
+    co_await uring::submit_to(srv.group->at(i), fn);
+  }
+}
+
+// Counts a command that names keys on executor `me`; `elsewhere`: some key lives on another shard.
+void count_keyed(server& srv, std::size_t me, bool elsewhere) noexcept;
+
+// Commands naming several keys, each visiting the shards that hold them (multikey.cpp).
+uring::task<void> cmd_mget(context& c);
+uring::task<void> cmd_mset(context& c);
+uring::task<void> cmd_msetnx(context& c);
+uring::task<void> cmd_del(context& c);
+uring::task<void> cmd_exists(context& c);
+uring::task<void> cmd_rename(context& c);
+uring::task<void> cmd_renamenx(context& c);
+uring::task<void> cmd_copy(context& c);
+uring::task<void> cmd_move(context& c);
+// Commands over the whole keyspace, visiting every shard (keyspace.cpp).
+uring::task<void> cmd_keys(context& c);
+uring::task<void> cmd_scan(context& c);
+uring::task<void> cmd_randomkey(context& c);
+uring::task<void> cmd_dbsize(context& c);
+uring::task<void> cmd_flushall(context& c);
+uring::task<void> cmd_flushdb(context& c);
+uring::task<void> cmd_swapdb(context& c);
+// INFO, visiting every executor once (info.cpp).
+uring::task<void> cmd_info(context& c);
+// Transactions (transaction.cpp). While MULTI is on, execute queues the other commands with
+// queue_command, and refuses those of a wrong name or arity (then EXEC aborts); EXEC of a wrong arity
+// ends the transaction through exec_abort. unwatch_all: a closing connection's watches go.
+uring::task<void> cmd_multi(context& c);
+uring::task<void> cmd_exec(context& c);
+uring::task<void> cmd_discard(context& c);
+uring::task<void> cmd_watch(context& c);
+uring::task<void> cmd_unwatch(context& c);
+void queue_command(context& c);
+// The body of a single-key command (args[1] its key), or null for the others and unknown names.
+single_fn single_command(std::string_view name) noexcept;
+uring::task<void> exec_abort(context& c, std::string_view why);
+uring::task<void> unwatch_all(server& srv, std::size_t me, session& ses);
+// Commands answered without the keyspace (local.cpp).
+void cmd_ping(context& c);
+void cmd_echo(context& c);
+void cmd_quit(context& c);
+void cmd_select(context& c);
+void cmd_command(context& c);
+void cmd_config(context& c);
+void cmd_time(context& c);
+// Connection commands (auth.cpp, clients.cpp): AUTH and HELLO, and CLIENT with its subcommands.
+void cmd_auth(context& c);
+void cmd_hello(context& c);
+uring::task<void> cmd_client(context& c);
+// Whether the session may run `command` (upper case): with --requirepass, only AUTH, HELLO and QUIT run
+// before AUTH succeeds.
+bool allowed_before_auth(const server& srv, const session& ses, std::string_view command) noexcept;
+
+// The number of commands uring-kv knows (COMMAND COUNT).
+std::size_t command_count() noexcept;
 
 }  // namespace kv

@@ -1,6 +1,8 @@
 // samples/kv/connection.cpp — one uring-kv client's connection (connection.hpp).
 #include "connection.hpp"
 
+#include "inline.hpp"
+
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -76,6 +78,83 @@ task<void> refuse(tcp_stream& s) {
   co_await discard_input(s, 64 * 1024, milliseconds(1000));
 }
 
+// Reads, parses and answers commands until the connection is to close (serve_connection's loop).
+task<void> serve_commands(tcp_stream& s, server* srv, std::size_t me, const connection_limits* limits,
+                          session& ses) {
+  resp::limits lim;
+  lim.max_bulk = 1024 * 1024;
+  lim.max_args = 1025;  // MSET with 512 pairs
+  lim.max_command = 4 * 1024 * 1024;
+  resp::command_parser parser(lim);
+  reply out(s, limits->output);
+  std::vector<std::string> words;  // an inline command's arguments, unquoted
+  std::vector<std::string_view> word_views;
+  milliseconds idle = limits->idle;
+  auto deadline = std::chrono::steady_clock::now() + idle;
+  try {
+    s.set_nodelay(true);
+    bool open = true;
+    while (open) {
+      // Nothing is pending here: the client has taken every reply before more of its input is read.
+      auto room = parser.prepare(16384);
+      std::int32_t got = -ETIMEDOUT;
+      if (idle.count() == 0) {
+        got = (co_await s.read_some(room).nothrow()).res;
+      } else if (auto left =
+                     std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+                 left.count() > 0) {
+        got = (co_await uring::with_timeout(s.read_some(room).nothrow(), left)).res;
+      }
+      parser.commit(got > 0 ? static_cast<std::size_t>(got) : 0);
+      if (got <= 0 || ses.info.killed) break;  // end of stream, reset, idle past --idle-timeout, CLIENT KILL
+      for (;;) {
+        auto st = parser.next();
+        if (st == resp::parse_status::need_more) break;
+        if (st == resp::parse_status::error) {
+          out.text() += parser.error();
+          open = false;
+          break;
+        }
+        args_t args = parser.args();
+        if (auto line = inline_line(args)) {
+          auto split = split_inline(*line);
+          if (!split) {
+            out.text() += "-ERR Protocol error: unbalanced quotes in request\r\n";
+            open = false;
+            break;
+          }
+          words = std::move(*split);
+          word_views.assign(words.begin(), words.end());
+          if (word_views.empty()) continue;
+          args = word_views;
+        }
+        if (looks_like_http(args)) {
+          note(event::http,
+               "possible cross-protocol attack: an HTTP request (POST, Host: or a request line) "
+               "sent as commands; connection closed");
+          co_return;  // the replies not yet written go too, as in Redis
+        }
+        if (!co_await execute(*srv, me, ses, args, out) || ses.info.killed) {
+          open = false;
+          break;
+        }
+        if (idle.count() != 0) deadline = std::chrono::steady_clock::now() + idle;
+        co_await out.flush_if_full();
+      }
+      if (!out.empty()) co_await out.flush();
+    }
+  } catch (const output_overflow& e) {
+    note(event::overflow, std::string(e.what()) + "; connection closed");
+  } catch (const std::system_error& e) {
+    if (e.code() == std::errc::timed_out) {
+      note(event::stalled, "a client left a reply unread past --output-timeout; connection closed");
+    }
+    // Otherwise the peer went away: nothing more to tell it.
+  } catch (const std::exception&) {
+    // Memory ran out for its request: the connection ends.
+  }
+}
+
 }  // namespace
 
 void note(event kind, std::string_view what) {
@@ -97,6 +176,8 @@ void note(event kind, std::string_view what) {
 
 task<void> serve_connection(tcp_stream s, server* srv, std::size_t me, const connection_limits* limits) {
   counted slot;
+  client_registry& registry = *srv->clients[me];
+  ++registry.connections_received;
   if (open_connections.load(std::memory_order_relaxed) > limits->max_connections) {
     note(event::refused, "max number of clients reached (--max-connections): refusing connections");
     try {
@@ -106,62 +187,30 @@ task<void> serve_connection(tcp_stream s, server* srv, std::size_t me, const con
     }
     co_return;
   }
-  resp::limits lim;
-  lim.max_bulk = 1024 * 1024;
-  lim.max_args = 1025;  // MSET with 512 pairs
-  lim.max_command = 4 * 1024 * 1024;
-  resp::command_parser parser(lim);
-  reply out(s, limits->output);
-  milliseconds idle = limits->idle;
-  auto deadline = std::chrono::steady_clock::now() + idle;
+  session ses;
+  ses.authenticated = srv->password.empty();
+  client_info& info = ses.info;
+  info.fd = s.fd();
+  info.created_ms = info.last_ms = clock_ms();
   try {
-    s.set_nodelay(true);
-    bool open = true;
-    while (open) {
-      // Nothing is pending here: the client has taken every reply before more of its input is read.
-      auto room = parser.prepare(16384);
-      std::int32_t got = -ETIMEDOUT;
-      if (idle.count() == 0) {
-        got = (co_await s.read_some(room).nothrow()).res;
-      } else if (auto left =
-                     std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-                 left.count() > 0) {
-        got = (co_await uring::with_timeout(s.read_some(room).nothrow(), left)).res;
-      }
-      parser.commit(got > 0 ? static_cast<std::size_t>(got) : 0);
-      if (got <= 0) break;  // end of stream, reset, or idle past --idle-timeout (closed silently, as Redis)
-      for (;;) {
-        auto st = parser.next();
-        if (st == resp::parse_status::need_more) break;
-        if (st == resp::parse_status::error) {
-          out.text() += parser.error();
-          open = false;
-          break;
-        }
-        if (looks_like_http(parser.args())) {
-          note(event::http,
-               "possible cross-protocol attack: an HTTP request (POST, Host: or a request line) "
-               "sent as commands; connection closed");
-          co_return;  // the replies not yet written go too, as in Redis
-        }
-        if (!co_await execute(*srv, me, parser.args(), out)) {
-          open = false;
-          break;
-        }
-        if (idle.count() != 0) deadline = std::chrono::steady_clock::now() + idle;
-        co_await out.flush_if_full();
-      }
-      if (!out.empty()) co_await out.flush();
-    }
-  } catch (const output_overflow& e) {
-    note(event::overflow, std::string(e.what()) + "; connection closed");
-  } catch (const std::system_error& e) {
-    if (e.code() == std::errc::timed_out) {
-      note(event::stalled, "a client left a reply unread past --output-timeout; connection closed");
-    }
-    // Otherwise the peer went away: nothing more to tell it.
+    info.addr = s.peer_address().to_string();
+    info.laddr = s.local_address().to_string();
   } catch (const std::exception&) {
-    // Memory ran out for its request: the connection ends.
+    // Already reset by the peer: its addresses stay empty in CLIENT LIST.
+  }
+  registry.by_id.emplace(ses.id, &ses);
+  struct listed {
+    client_registry& registry;
+    std::int64_t id;
+    ~listed() { registry.by_id.erase(id); }
+  } unlist_at_end{registry, ses.id};
+  co_await serve_commands(s, srv, me, limits, ses);
+  if (!ses.tx.watches.empty()) {
+    try {
+      co_await unwatch_all(*srv, me, ses);  // the shards forget its watched keys
+    } catch (const std::exception&) {
+      // The server is stopping: the shards go with it.
+    }
   }
 }
 

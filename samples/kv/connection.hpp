@@ -25,14 +25,15 @@ struct connection_limits {
 
 // Reads, parses and answers until the peer ends the stream, breaks the protocol, says QUIT, sends HTTP,
 // idles past limits.idle, leaves output unread past limits.output.stall or piles up more than
-// limits.output.hard copied bytes. A connection above limits.max_connections is answered
-// "-ERR max number of clients reached" and closed.
+// limits.output.hard copied bytes, fails AUTH max_auth_failures times or is named by CLIENT KILL. A
+// connection above limits.max_connections is answered "-ERR max number of clients reached" and closed.
+// The connection is listed in its executor's client_registry while it is served.
 uring::task<void> serve_connection(uring::net::tcp_stream s, server* srv, std::size_t me,
                                    const connection_limits* limits);
 
 // What closes a connection against its will: each kind is reported on stderr at most once every 10 s,
 // with how many more happened meanwhile, so a flood of them cannot flood the log.
-enum class event : std::uint8_t { http, overflow, stalled, refused, count_ };
+enum class event : std::uint8_t { http, overflow, stalled, refused, auth, count_ };
 void note(event kind, std::string_view what);
 
 }  // namespace kv

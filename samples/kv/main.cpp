@@ -1,16 +1,19 @@
-// uring-kv: an in-memory key-value server speaking RESP2 (the Redis protocol), sharded over executors.
+// uring-kv: an in-memory key-value server speaking RESP2 and RESP3 (the Redis protocol), sharded over
+// executors.
 //
 //   uring-kv [--address 127.0.0.1] [--port 6379] [--threads 1] [--backend auto|native|emulated]
 //            [--max-connections N] [--idle-timeout SECONDS] [--output-timeout SECONDS]
-//            [--max-output-buffer BYTES]
+//            [--max-output-buffer BYTES] [--requirepass PASSWORD | --requirepass-file FILE]
 //
 // Shared-nothing: executor i owns shard i of the keyspace (kv::shard_of picks it) and is the only thread
-// that touches it. Every executor accepts connections on its own SO_REUSEPORT listener; a connection's
-// command whose key lives on another shard is forwarded there with submit_to and awaited before the next
-// command runs, so replies leave in request order, pipelining included. Multi-key commands (MGET, MSET,
-// DEL, EXISTS) visit each shard that holds one of their keys, once; MSET is therefore not atomic across
-// shards. DBSIZE, FLUSHALL and INFO visit every shard. Replies to a batch of pipelined commands are
-// written together once the batch read has been parsed (or once 64 KiB wait).
+// that touches it; each shard holds databases 0 to 15 (SELECT). Every executor accepts connections on its
+// own SO_REUSEPORT listener; a connection's command whose key lives on another shard is forwarded there
+// with submit_to and awaited before the next command runs, so replies leave in request order, pipelining
+// included. Commands naming several keys (MGET, MSET, MSETNX, DEL, UNLINK, EXISTS, TOUCH, RENAME, COPY) visit
+// each shard that holds one of them, once per step; they are therefore not atomic across shards. KEYS, SCAN,
+// RANDOMKEY, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB and INFO visit every shard. Replies are Redis 7.0's, byte for
+// byte (tests/kv_compat_test.py compares them with redis-server's). Replies to a batch of pipelined commands
+// are written together once the batch read has been parsed (or once 64 KiB wait).
 //
 // Defensive: the RESP parser bounds bulk strings (1 MiB), arguments per command (1024 + 1) and inline
 // lines; malformed input gets "-ERR Protocol error: ..." and the connection is closed; an unknown command
@@ -56,14 +59,31 @@ struct config {
   uring::backend_kind backend = uring::backend_kind::automatic;
   kv::connection_limits limits;
   bool max_connections_given = false;
+  std::string password;  // --requirepass / --requirepass-file
 };
+
+// The first line of `path` (its '\n' and a '\r' before it dropped): a password kept out of the command line,
+// which other users can read in /proc. At most 4096 bytes are read.
+std::string read_password(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "re");
+  if (f == nullptr) {
+    std::fprintf(stderr, "uring-kv: --requirepass-file: %s: %s\n", path.c_str(), std::strerror(errno));
+    std::exit(2);
+  }
+  std::string pw(4096, '\0');
+  pw.resize(std::fread(pw.data(), 1, pw.size(), f));
+  std::fclose(f);
+  pw = pw.substr(0, pw.find('\n'));
+  if (!pw.empty() && pw.back() == '\r') pw.pop_back();
+  return pw;
+}
 
 [[noreturn]] void usage(int code) {
   std::fprintf(
       code == 0 ? stdout : stderr,
       "usage: uring-kv [--address IP] [--port N] [--threads N] [--backend auto|native|emulated]\n"
       "                [--max-connections N] [--idle-timeout SECONDS] [--output-timeout SECONDS]\n"
-      "                [--max-output-buffer BYTES]\n"
+      "                [--max-output-buffer BYTES] [--requirepass PASSWORD | --requirepass-file FILE]\n"
       "  --address            IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
       "  --port               TCP port (default 6379; 0 picks a free one, printed at start)\n"
       "  --threads            executors, each owning a shard of the keyspace and its own SO_REUSEPORT\n"
@@ -79,12 +99,39 @@ struct config {
       "  --max-output-buffer  reply bytes a client may have copied and unsent (default 33554432); a client\n"
       "                       past it is closed. Values of 16 KiB and more are sent from the store, not\n"
       "                       copied, and a client's input is not read while 64 KiB of replies wait for it\n"
+      "  --requirepass        the default user's password, as Redis's: until AUTH (or HELLO AUTH) gives\n"
+      "                       it, a client's commands but AUTH, HELLO and QUIT get -NOAUTH. A failed AUTH\n"
+      "                       costs the server nothing but its reply; the 10th on one connection closes it\n"
+      "                       (reported on stderr), so each 10 guesses cost a new connection. Compared in\n"
+      "                       time that does not depend on the content (the length may show)\n"
+      "  --requirepass-file   the password from the first line of FILE (at most 4096 bytes read), kept\n"
+      "                       out of the command line that other users can read in /proc\n"
       "Input limits: bulk strings 1 MiB, 1025 arguments, commands 4 MiB, inline lines 64 KiB; an HTTP\n"
       "request (POST, Host:, a request line) closes the connection. Connections closed by a limit are\n"
       "reported on stderr, each kind at most once every 10 s.\n"
-      "Commands: PING ECHO GET SET(EX/PX/NX/XX/KEEPTTL) DEL EXISTS INCR DECR INCRBY DECRBY MGET MSET\n"
-      "EXPIRE PEXPIRE TTL PTTL DBSIZE FLUSHALL FLUSHDB SELECT QUIT, and COMMAND/CONFIG GET/INFO for "
-      "clients.\n"
+      "Commands, with Redis 7.0's replies: strings GET SET (NX XX GET EX PX EXAT PXAT KEEPTTL) GETEX GETDEL\n"
+      "GETSET SETNX SETEX PSETEX MGET MSET MSETNX STRLEN APPEND SETRANGE GETRANGE INCR DECR INCRBY DECRBY\n"
+      "INCRBYFLOAT SUBSTR; keys DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY MOVE KEYS SCAN RANDOMKEY\n"
+      "DBSIZE FLUSHDB FLUSHALL SWAPDB;\n"
+      "expiry EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT) TTL PTTL EXPIRETIME PEXPIRETIME PERSIST;\n"
+      "connection PING ECHO SELECT (databases 0-15) QUIT AUTH HELLO (RESP2 and RESP3) TIME, CLIENT ID\n"
+      "SETNAME GETNAME INFO LIST KILL NO-EVICT (names of at most 1024 bytes; CLIENT LIST renders at most\n"
+      "10000 clients, those of the lowest ids; KILL reaches every thread's clients), COMMAND, CONFIG GET\n"
+      "save/appendonly, INFO server clients memory stats keyspace (and shards; used_memory is what the\n"
+      "allocator holds, avg_ttl the exact mean); transactions MULTI EXEC DISCARD WATCH UNWATCH.\n"
+      "Strings only (no lists, hashes, sets). Values made by APPEND and SETRANGE\n"
+      "stop at 64 MiB ('string exceeds maximum allowed size'). Inline commands take quotes as Redis\n"
+      "does; unbalanced quotes are a protocol error and a close.\n"
+      "Transactions: at most 10000 queued commands and 16 MiB of their arguments (past either, an error\n"
+      "and EXEC aborts), 1024 watched keys and 1 MiB of their names per client; EXEC holds its replies\n"
+      "(within --max-output-buffer) and is atomic with one thread, or when its commands are single-key\n"
+      "ones whose keys (and the watched ones) live on one shard; otherwise other clients' commands may\n"
+      "run between its commands and between its WATCH check and its first command.\n"
+      "KEYS and SCAN cost O(keys of a shard) per call; commands naming keys of several shards are\n"
+      "not atomic. Expiry: lazy, and active every 100 ms per shard (samples of 20 keys with a deadline\n"
+      "per database, again while over a quarter had expired, at most 1280 keys per database and turn);\n"
+      "DBSIZE counts a key whose deadline passed until it is reclaimed, as Redis does.\n"
+      "SIGUSR1: print each executor's operations in flight (kind, fd, age) on stderr.\n"
       "SIGTERM/SIGINT: stop, exit 0.\n");
   std::exit(code);
 }
@@ -142,6 +189,10 @@ config parse(int argc, char** argv) {
       c.limits.output.stall = seconds(0.001);
     } else if (a == "--max-output-buffer") {
       c.limits.output.hard = static_cast<std::size_t>(number(1024, 1L << 40));
+    } else if (a == "--requirepass") {
+      c.password = value();
+    } else if (a == "--requirepass-file") {
+      c.password = read_password(value());
     } else if (a == "--help" || a == "-h") {
       usage(0);
     } else {
@@ -193,6 +244,15 @@ task<void> accept_loop(const tcp_listener* listener, kv::server* srv, std::size_
   }
 }
 
+// Active expiry on shard `i`, as Redis's cycle: every 100 ms a bounded sample of each database's keys with a
+// deadline, so keys nobody reads again are reclaimed too.
+task<void> expiry_loop(kv::server* srv, std::size_t i) {
+  for (;;) {
+    co_await uring::sleep_for(milliseconds(100));
+    srv->shards[i]->expire_cycle(kv::clock_ms());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,7 +274,12 @@ int main(int argc, char** argv) {
 
   kv::server srv;
   srv.port = where.port();
-  for (int i = 0; i < c.threads; ++i) srv.shards.push_back(std::make_unique<kv::shard>());
+  srv.password = c.password;
+  srv.max_connections = c.limits.max_connections;
+  for (int i = 0; i < c.threads; ++i) {
+    srv.shards.push_back(std::make_unique<kv::shard>());
+    srv.clients.push_back(std::make_unique<kv::client_registry>());
+  }
   int status = 0;
   try {
     uring::executor_options opts;
@@ -226,12 +291,15 @@ int main(int argc, char** argv) {
     srv.backend = to_string(group.at(0).plan().backend);
     for (std::size_t i = 0; i < group.size(); ++i) {
       uring::spawn(group.at(i), accept_loop(&listeners[i], &srv, i, &c.limits));
+      uring::spawn(group.at(i), expiry_loop(&srv, i));
     }
     std::printf("uring-kv: listening on %s (%d threads, %s backend)\n", where.to_string().c_str(), c.threads,
                 srv.backend.c_str());
     std::fflush(stdout);
 
-    int signo = samples::wait_for_termination(signal_fd);
+    int signo = samples::wait_for_termination(signal_fd, [&] {
+      for (std::size_t i = 0; i < group.size(); ++i) samples::print_inflight("uring-kv", i, group.at(i));
+    });
     std::fprintf(stderr, "uring-kv: %s: stopping\n", strsignal(signo));
     group.stop();
     group.join();

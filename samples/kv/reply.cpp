@@ -14,7 +14,7 @@ constexpr std::size_t write_piece = 256 * 1024;
 }  // namespace
 
 void reply::bulk(value_ptr v) {
-  if (!v) return uring::resp::append_null_bulk(text_);
+  if (!v) return null();
   if (v->size() < by_reference) return uring::resp::append_bulk_string(text_, *v);
   text_.push_back('$');
   text_.append(std::to_string(v->size())).append("\r\n");
@@ -23,12 +23,23 @@ void reply::bulk(value_ptr v) {
   text_.append("\r\n");
 }
 
+void reply::map_header(std::size_t pairs) {
+  text_.push_back(resp3_ ? '%' : '*');
+  text_.append(std::to_string(resp3_ ? pairs : 2 * pairs)).append("\r\n");
+}
+
+void reply::verbatim(std::string_view txt) {
+  if (!resp3_) return uring::resp::append_bulk_string(text_, txt);
+  text_.push_back('=');
+  text_.append(std::to_string(txt.size() + 4)).append("\r\ntxt:").append(txt).append("\r\n");
+}
+
 uring::task<void> reply::flush_if_full() {
   if (text_.size() > limits_->hard) {
     throw output_overflow("output buffer of " + std::to_string(text_.size()) +
                           " bytes passed --max-output-buffer");
   }
-  if (pending() >= limits_->soft) co_await flush();
+  if (pending() >= limits_->soft && !held_) co_await flush();
 }
 
 uring::task<void> reply::flush() {

@@ -47,12 +47,26 @@ class reply {
   // A bulk string of `v` (the null bulk string for null).
   void bulk(value_ptr v);
 
+  // The protocol the client chose with HELLO: RESP3 has its own null, maps and verbatim strings.
+  void set_resp3(bool on) noexcept { resp3_ = on; }
+  [[nodiscard]] bool resp3() const noexcept { return resp3_; }
+  void null() { text_ += resp3_ ? "_\r\n" : "$-1\r\n"; }
+  void null_array() { text_ += resp3_ ? "_\r\n" : "*-1\r\n"; }
+  // A map of `pairs` entries: RESP2 sends it as a flat array of keys and values.
+  void map_header(std::size_t pairs);
+  // Text meant for people (INFO, CLIENT LIST): a verbatim string in RESP3, a bulk string in RESP2.
+  void verbatim(std::string_view txt);
+
   [[nodiscard]] bool empty() const noexcept { return text_.empty() && refs_.empty(); }
   // Bytes waiting to be written, copied and referenced.
   [[nodiscard]] std::size_t pending() const noexcept { return text_.size() + referenced_; }
 
-  // Throws output_overflow past the hard limit; writes everything when the soft one is reached.
+  // Throws output_overflow past the hard limit; writes everything when the soft one is reached (unless
+  // held).
   uring::task<void> flush_if_full();
+  // While held, flush_if_full writes nothing (the hard limit still applies): EXEC holds its replies so that
+  // no write suspends it between two of its commands.
+  void hold(bool on) noexcept { held_ = on; }
   // Writes everything pending, in order. A piece the client does not take within limits.stall throws
   // std::system_error(ETIMEDOUT); a peer that went away throws as the write does.
   uring::task<void> flush();
@@ -70,6 +84,8 @@ class reply {
   std::string text_;
   std::vector<ref> refs_;
   std::size_t referenced_ = 0;
+  bool held_ = false;
+  bool resp3_ = false;
 };
 
 }  // namespace kv

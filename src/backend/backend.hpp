@@ -16,6 +16,8 @@
 #include <deque>
 #include <memory>
 
+#include <sys/uio.h>
+
 #include "setup/liburing_compat.hpp"
 #include "uring/detail/operation.hpp"
 #include "uring/executor.hpp"
@@ -51,7 +53,11 @@ struct cq_view {
   const std::deque<completion>* backlog = nullptr;
 
   [[nodiscard]] unsigned flags() const noexcept { return __atomic_load_n(kflags, __ATOMIC_RELAXED); }
-  [[nodiscard]] bool empty() const noexcept { return *khead == __atomic_load_n(ktail, __ATOMIC_ACQUIRE); }
+  // The head is ours, but it lives in the ring's shared mapping: its reads are atomic (the same load on
+  // x86) because a ring mapped where another thread's ring was unmapped looks to TSan like one object.
+  [[nodiscard]] bool empty() const noexcept {
+    return __atomic_load_n(khead, __ATOMIC_RELAXED) == __atomic_load_n(ktail, __ATOMIC_ACQUIRE);
+  }
   // Copies up to `max` CQEs out of the ring and releases their slots in one store, before any of them is
   // completed: a completion may start work that enters the kernel, and an enter that finds the CQ full
   // parks what the ring holds (moving the head), which must not happen under a walk of the ring in place.
@@ -61,7 +67,7 @@ struct cq_view {
   }
   template <class Each>
   unsigned take(completion* out, unsigned max, Each each) const noexcept {
-    const unsigned head = *khead;
+    const unsigned head = __atomic_load_n(khead, __ATOMIC_RELAXED);
     const unsigned n = std::min(__atomic_load_n(ktail, __ATOMIC_ACQUIRE) - head, max);
     // At most two runs of the ring (up to its end, then from its start): no index arithmetic per CQE.
     const unsigned at = head & mask;
@@ -146,6 +152,15 @@ class backend {
   // Empties slot `index` of the table of direct descriptors now (no operation): for a slot nobody will
   // take, such as a connection a multishot accept put there after its stream was gone. 0 or -errno.
   virtual int empty_slot(unsigned index) = 0;
+
+  // The ring's table of registered buffers (uring/fixed_buffers.hpp), as IORING_REGISTER_BUFFERS2,
+  // IORING_REGISTER_BUFFERS_UPDATE and IORING_UNREGISTER_BUFFERS: `n` buffers from `iovs` (a null base
+  // with length 0: an empty slot), each with its tag (0: none). Once the kernel no longer uses a tagged
+  // buffer that an update replaced or the unregistration dropped, it posts a CQE {user_data = tag, res =
+  // 0}. 0 or -errno (-EBUSY: a table is registered already; -ENOMEM: RLIMIT_MEMLOCK).
+  virtual int register_buffers(const iovec* iovs, const std::uint64_t* tags, unsigned n) = 0;
+  virtual int update_buffers(unsigned offset, const iovec* iovs, const std::uint64_t* tags, unsigned n) = 0;
+  virtual int unregister_buffers() = 0;
 
   // Busy polling: whether completions wait to be reaped. Never blocks; now and then (natively: on every
   // call for a DEFER_TASKRUN ring) it lets the kernel or the emulation make progress first.

@@ -31,6 +31,8 @@ void executor::impl::on_message_cqe(const detail::completion& c) noexcept {
     } else {
       node->run(node);
     }
+  } else if (tag == detail::kBufferTag) {
+    if (buffer_released != nullptr) buffer_released(buffer_set, c.user_data >> 3);
   } else if (tag == detail::kRawSendFailedTag) {
     hub->on_failed(static_cast<std::uint32_t>(c.user_data >> 3));
   } else if (c.res < 0 && node->target != nullptr) {
@@ -107,7 +109,11 @@ void executor::impl::dispatch(detail::op_queue& q, const detail::completion& c) 
     return dispatch_special(c);
   }
   --q.inflight;
-  reinterpret_cast<detail::operation*>(c.user_data)->finish(res_and_flags);
+  auto* op = reinterpret_cast<detail::operation*>(c.user_data);
+  q.delist(*op);
+  if (watch_stalls && op->complete == nullptr) [[unlikely]]
+    note_resumed(op->waiter);
+  op->finish(res_and_flags);
 }
 
 void executor::impl::dispatch_special(detail::completion c) {
@@ -117,6 +123,7 @@ void executor::impl::dispatch_special(detail::completion c) {
   auto* op = reinterpret_cast<detail::operation*>(c.user_data);
   if (c.flags & detail::kCqeMore) return complete_multishot(*op, c);  // not final: still in flight
   --queue.inflight;
+  queue.delist(*op);
   if (queue.closed) {
     op->state = detail::op_state::idle;  // drained: its frame may now be freed
     if (op->multishot) complete_multishot(*op, c);

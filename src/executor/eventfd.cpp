@@ -23,13 +23,16 @@ detail::owner_call<detail::register_eventfd_fn> executor::register_eventfd(int f
 }
 
 // The handle is made on the owner, so the registration is never without something that undoes it, even
-// if the hop back fails.
+// if the hop back fails. An unregistration posted by a handle destroyed off this thread may still wait in
+// the mailbox while this call overtook it by MSG_RING: run it first, so the slot it frees is free.
 eventfd_registration detail::register_eventfd_fn::operator()() const {
+  executor_access::drain_remote(*ex);
   return eventfd_registration(*ex, executor_core::eventfd_register(*ex, fd, opts), fd, opts.async_only);
 }
 
+// On the owner's thread, while the awaiting coroutine is suspended (or inline on the owner itself).
 void detail::unregister_eventfd_fn::operator()() const {
-  if (ex != nullptr) executor_core::eventfd_unregister(*ex, id);
+  if (executor* ex = std::exchange(self->ex_, nullptr)) executor_core::eventfd_unregister(*ex, self->id_);
 }
 
 void detail::enable_eventfd_fn::operator()() const {

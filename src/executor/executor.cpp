@@ -40,6 +40,8 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   queue_.refused = opts.allowed_ops.refused();
   impl_->busy_poll = opts.busy_poll;
   impl_->direct_files = opts.direct_files;
+  impl_->stuck_after = opts.stuck_after;
+  impl_->on_stuck = opts.on_stuck;
   if (impl_->plan.backend == backend_kind::native) {
     try {
       impl_->backend = detail::make_native_backend(opts, impl_->plan, impl_->stats);
@@ -71,6 +73,12 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->hub = std::make_unique<detail::message_hub>(
       *this, impl_->stats, opts.message_window,
       detail::raw_route{&queue_, impl_->raw_ring_ok, impl_->ring_fd, &impl_->refusing_messages});
+  if (opts.stall_after.count() > 0) {  // last: nothing may throw after the monitor holds this executor
+    detail::watch_stalls(
+        {impl_.get(), &impl_->turns, &impl_->looping, &impl_->sleeping, &impl_->last_resumed},
+        opts.stall_after, opts.on_stall);
+    impl_->watch_stalls = true;
+  }
 }
 
 executor::~executor() {
@@ -78,6 +86,7 @@ executor::~executor() {
     std::fprintf(stderr, "uring: an executor must be destroyed on the thread that created it\n");
     std::abort();
   }
+  if (impl_->watch_stalls) detail::unwatch_stalls(impl_.get());
   impl_->refuse_posts();
   impl_->hub->close();
   // The frames destroyed here belong to this executor: code in their destructors (a send, a post) runs
@@ -86,6 +95,7 @@ executor::~executor() {
   if (!impl_->quiesced_final) impl_->quiesce();
   impl_->hub->settle();
   impl_->release_frames();
+  queue_.free_live();
   detail::t_running = outer;
   impl_->doorbell_fd = -1;
   impl_->cq = {};  // nothing may read the ring after this
@@ -105,7 +115,8 @@ executor_handle executor::handle() const noexcept { return executor_handle(impl_
 const executor_stats& executor::stats() const noexcept { return impl_->stats; }
 
 std::size_t executor::operations_in_flight() const noexcept {
-  return queue_.inflight - (impl_->wake_armed ? 1 : 0);
+  return queue_.inflight - (impl_->wake_armed ? 1 : 0) -
+         (impl_->watchdog_tick.state != detail::op_state::idle ? 1 : 0);
 }
 
 const executor_plan& executor::plan() const noexcept { return impl_->plan; }
@@ -186,11 +197,16 @@ void executor_access::fail(executor& ex, std::exception_ptr e) noexcept {
 }
 
 void executor_access::cancel(executor& ex, operation& op) {
+  op.cancel_sent = true;
   if (op.state == op_state::queued) {
     op.state = op_state::cancelled_early;  // never reaches the kernel; completes -ECANCELED at the turn's end
   } else if (op.state == op_state::submitted && ex.impl_->backend) {
     ex.impl_->backend->cancel(op);
   }
+}
+
+void executor_access::flush(executor& ex) {
+  if (ex.impl_->backend) ex.impl_->backend->flush();
 }
 
 int executor_core::register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group) {

@@ -23,6 +23,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -34,6 +35,7 @@
 #include "messaging/message_hub.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/executor.hpp"
+#include "uring/inflight.hpp"
 #include "uring/spawn.hpp"
 
 namespace uring {
@@ -66,6 +68,33 @@ struct executor::impl {
   // While the owner waits in the kernel for work: a hint for wakers (executor_access::asleep).
   std::atomic<bool> sleeping{false};
 
+  // --- The stuck-operation watchdog (watchdog.cpp): a timer of the executor's own, re-armed by the loop
+  // whenever it is idle, that reports the operations in flight for longer than stuck_after.
+  struct watchdog_op : detail::operation {
+    impl* owner = nullptr;
+  } watchdog_tick;
+  detail::timespec64 watchdog_period{};
+  std::chrono::milliseconds stuck_after{0};
+  std::function<void(const inflight_op&)> on_stuck;
+  void arm_watchdog() noexcept;
+  // Once per turn: the watchdog's timer is re-armed whenever it is on and has expired.
+  void keep_watchdog_armed() noexcept {
+    if (stuck_after.count() > 0 && watchdog_tick.state == detail::op_state::idle) arm_watchdog();
+  }
+  static void on_watchdog_tick(detail::operation* op) noexcept;
+  void report_stuck() noexcept;
+
+  // --- The stall watchdog (stall_monitor.cpp): the loop's heartbeat, read by the monitor thread. Only
+  // written when watch_stalls is set.
+  bool watch_stalls = false;
+  std::atomic<std::uint64_t> turns{0};
+  std::atomic<bool> looping{false};                // run() is active
+  std::atomic<const void*> last_resumed{nullptr};  // the resume function of the coroutine resumed last
+  void note_resumed(std::coroutine_handle<> h) noexcept {
+    // A coroutine frame starts with its resume function's address (the Itanium C++ ABI, clang and g++).
+    last_resumed.store(*static_cast<void* const*>(h.address()), std::memory_order_relaxed);
+  }
+
   // --- Frames this executor owns, and the first exception that escaped one.
   detail::spawn_node spawned;  // sentinel of the circular list of live spawned frames
   std::exception_ptr failure;
@@ -92,6 +121,10 @@ struct executor::impl {
   std::mutex post_mutex;
   bool refusing_posts = false;
   std::atomic<bool> refusing_messages{false};  // refusing_posts, read without the lock by raw senders
+
+  // --- The registered buffers (fixed_buffers.cpp): the live set, told of each tag the kernel posts.
+  void (*buffer_released)(void* set, std::uint64_t id) noexcept = nullptr;
+  void* buffer_set = nullptr;
 
   // --- Messages between executors (messaging/).
   bool msg_ring_ok = false;  // native and planned for MSG_RING: hand-offs to other such executors use it
@@ -195,6 +228,22 @@ namespace detail {
 void set_running_executor(executor* ex) noexcept;
 
 // The library's own hooks into an executor (src/ only; header templates use executor_access).
+// executor/stall_monitor.cpp: what the process's monitor thread samples of one executor's loop (see
+// executor::impl's heartbeat), from the executor's construction until its destruction begins.
+struct loop_heartbeat {
+  const void* key;
+  const std::atomic<std::uint64_t>* turns;
+  const std::atomic<bool>* looping;
+  const std::atomic<bool>* sleeping;
+  const std::atomic<const void*>* last_resumed;
+};
+void watch_stalls(const loop_heartbeat& beat, std::chrono::milliseconds after,
+                  std::function<void(const stall_report&)> report);
+void unwatch_stalls(const void* key) noexcept;
+
+// executor/inflight.cpp: how a listed operation shows in a snapshot, `now` being coarse_now_ms().
+inflight_op describe(const operation& op, std::uint32_t now);
+
 struct executor_core {
   static executor::impl& state(executor& ex) noexcept { return *ex.impl_; }
   static const executor::impl& state(const executor& ex) noexcept { return *ex.impl_; }
@@ -222,6 +271,17 @@ struct executor_core {
   static int register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group);
   static int unregister_buf_ring(executor& ex, std::uint16_t group);
   static bool zero_copy_send(const executor& ex) noexcept { return ex.impl_->plan.send_zc; }
+
+  // fixed_buffers.cpp: the ring's table of registered buffers (backend::register_buffers), and the set
+  // told of its tags (null fn: none).
+  static int register_buffers(executor& ex, const iovec* iovs, const std::uint64_t* tags, unsigned n);
+  static int update_buffers(executor& ex, unsigned offset, const iovec* iovs, const std::uint64_t* tags,
+                            unsigned n);
+  static int unregister_buffers(executor& ex);
+  static void watch_buffer_tags(executor& ex, void (*fn)(void*, std::uint64_t) noexcept, void* set) noexcept {
+    ex.impl_->buffer_released = fn;
+    ex.impl_->buffer_set = set;
+  }
 
   // shutdown.cpp: executor_group's staged shutdown.
   static void defer_frame_release(executor& ex, const std::atomic<bool>& group_stopping) noexcept {

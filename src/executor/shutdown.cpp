@@ -33,6 +33,7 @@ void executor::impl::quiesce() noexcept {
   // Operations awaited this turn never reached the kernel: forget them.
   auto forget = [this](detail::operation* op) {
     --queue.inflight;
+    queue.delist(*op);
     op->state = detail::op_state::idle;
     if (op->multishot) complete_multishot(*op, detail::completion{0, -ECANCELED, 0});
   };
@@ -123,6 +124,7 @@ void executor::impl::drain_cancelled() {
 
 void executor::impl::release_frames() noexcept {
   queue.set_closed(true);
+  queue.reset_live();  // what is still listed (an orphaned zero-copy send) may sit in a frame freed here
   while (spawned.next != &spawned) {
     detail::spawn_node* node = spawned.next;
     unlink(*node);
@@ -135,6 +137,8 @@ void executor::impl::release_frames() noexcept {
 }
 
 namespace detail {
+
+bool executor_access::in_group(const executor& ex) noexcept { return ex.impl_->group_stopping != nullptr; }
 
 bool executor_access::group_stopping(const executor& ex) noexcept {
   const std::atomic<bool>* stopping = ex.impl_->group_stopping;

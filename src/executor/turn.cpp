@@ -59,6 +59,14 @@ void executor::impl::run_ready() {
   if (ready.empty()) return;
   resumed += ready.size();
   resuming.swap(ready);
+  if (watch_stalls) [[unlikely]] {
+    for (auto h : resuming) {
+      note_resumed(h);
+      h.resume();
+    }
+    resuming.clear();
+    return;
+  }
   for (auto h : resuming) h.resume();
   resuming.clear();
 }
@@ -77,6 +85,7 @@ std::size_t executor::poll() {
     ~reset() { detail::set_running_executor(nullptr); }
   } guard;
   std::size_t before = im.stats.cqes + im.resumed;
+  im.queue.now_ms = detail::coarse_now_ms();
   im.run_remote();
   im.run_ready();
   const int notify = im.notify_fd.load(std::memory_order_relaxed);
@@ -86,6 +95,7 @@ std::size_t executor::poll() {
   }
   im.run_remote();
   im.run_ready();
+  im.keep_watchdog_armed();
   im.submit(false);
   const std::uint64_t reaped = im.stats.cqes;
   im.reap_and_complete();
@@ -121,9 +131,11 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
     executor* self;
     running_scope(impl& i, executor* s) : im(i), self(s) {
       im.running = true;
+      if (im.watch_stalls) im.looping.store(true, std::memory_order_relaxed);
       detail::set_running_executor(self);
     }
     ~running_scope() {
+      if (im.watch_stalls) im.looping.store(false, std::memory_order_relaxed);
       im.running = false;
       detail::set_running_executor(nullptr);
     }
@@ -132,6 +144,9 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
   if (root) im.ready.push_back(root);
   try {
     for (;;) {
+      im.queue.now_ms = detail::coarse_now_ms();
+      if (im.watch_stalls)
+        im.turns.store(im.turns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       im.run_remote();
       im.run_ready();
       if (im.failure) {
@@ -147,6 +162,7 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
         im.shutdown();
         return false;
       }
+      im.keep_watchdog_armed();
       im.submit_and_maybe_sleep();
       im.reap_and_complete();
     }

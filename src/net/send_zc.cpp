@@ -23,6 +23,11 @@ namespace uring::detail {
 
 namespace {
 thread_local zc_watch* t_watched = nullptr;  // the thread's listed sends, newest first
+
+// The send that copies, for a zero-copy one: the same buffer, registered or not.
+op_code copying(op_code zc) noexcept {
+  return zc == op_code::send_zc_fixed ? op_code::send_fixed : op_code::send;
+}
 }  // namespace
 
 void zc_watch::list(executor& e, operation& send) noexcept {
@@ -103,11 +108,12 @@ send_zc_awaitable::send_zc_awaitable(int fd, const_buffer buf, std::uint32_t msg
 
 bool send_zc_awaitable::await_suspend(std::coroutine_handle<> h) {
   executor& ex = executor_access::current("send_zc");
-  if (!executor_core::zero_copy_send(ex)) request.code = op_code::send;  // one completion, same result
+  if (!executor_core::zero_copy_send(ex))
+    request.code = copying(request.code);  // one completion, same result
   ex_ = &ex;
   waiter = h;
   executor_access::submit(ex, *this);
-  if (request.code == op_code::send_zc) watch_.list(ex, *this);
+  if (request.code == op_code::send_zc || request.code == op_code::send_zc_fixed) watch_.list(ex, *this);
   return true;
 }
 
@@ -121,8 +127,10 @@ void send_zc_awaitable::on_complete(operation* self) noexcept {
   if (!zc_completion(*me, me->sent_)) return;
   me->watch_.unlist();
   // Sockets without zero-copy support (unix-domain ones) refuse the op: send a copy instead.
-  if (me->res == -EOPNOTSUPP && me->request.code == op_code::send_zc && executor_core::accepting(*me->ex_)) {
-    me->request.code = op_code::send;
+  const op_code code = me->request.code;
+  if (me->res == -EOPNOTSUPP && (code == op_code::send_zc || code == op_code::send_zc_fixed) &&
+      executor_core::accepting(*me->ex_)) {
+    me->request.code = copying(code);
     executor_access::submit(*me->ex_, *me);
     return;
   }

@@ -5,10 +5,11 @@
 // Threads: constant data; any thread.
 //
 // Adding an operation: a name in op_code (uring/detail/op_code.hpp), a row here, and its two functions
-// in the family file beside this one (ring_ops.cpp, file_ops.cpp, socket_ops.cpp). The checks at the end
-// refuse to compile a table whose rows are out of order or missing, or a row without a native
-// preparation, or without an emulated attempt where its emulation class needs one. Everything else — the
-// restriction list, to_string, the executor's statistics, the emulation's dispatch — reads the table.
+// in the family file beside this one (ring_ops.cpp, file_ops.cpp, fs_ops.cpp, fixed_ops.cpp,
+// futex_ops.cpp, socket_ops.cpp, process_ops.cpp). The checks at the end refuse to compile a table whose
+// rows are out of order or missing, or a row without a native preparation, or without an emulated attempt
+// where its emulation class needs one. Everything else — the restriction list, to_string, the executor's
+// statistics, the emulation's dispatch — reads the table.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +23,7 @@ namespace uring::detail {
 
 // How the emulated backend runs an operation.
 enum class emulation : std::uint8_t {
-  backend,      // from the emulated backend's own state (nop, timers, poll, direct slots, cancels)
+  backend,      // from the emulated backend's own state (nop, timers, poll, direct slots, cancels, futexes)
   readable,     // a non-blocking try at submission; on EAGAIN it waits in epoll for the fd to be readable
   writable,     // ... writable
   multishot,    // as readable, taking everything the fd has each time (a multishot accept)
@@ -69,6 +70,17 @@ void prep_statx(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_fsync(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_fallocate(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_ftruncate(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_unlinkat(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_renameat(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_mkdirat(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_symlinkat(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_linkat(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_fadvise(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_madvise(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_socket(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_socket_direct(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_bind(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_listen(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_splice(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_accept(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_accept_multishot(io_uring_sqe* sqe, const io_request& r) noexcept;
@@ -86,6 +98,13 @@ void prep_cancel_fd(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_install_direct(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_plain_fd(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_send_direct(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_futex_wait(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_futex_wake(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_waitid(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_read_fixed(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_write_fixed(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_send_fixed(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_send_zc_fixed(io_uring_sqe* sqe, const io_request& r) noexcept;
 int emulate_rw(io_request& r, emu_try& t);
 int emulate_readv(io_request& r, emu_try& t);
 int emulate_writev(io_request& r, emu_try& t);
@@ -95,6 +114,16 @@ int emulate_statx(io_request& r, emu_try& t);
 int emulate_fsync(io_request& r, emu_try& t);
 int emulate_fallocate(io_request& r, emu_try& t);
 int emulate_ftruncate(io_request& r, emu_try& t);
+int emulate_unlinkat(io_request& r, emu_try& t);
+int emulate_renameat(io_request& r, emu_try& t);
+int emulate_mkdirat(io_request& r, emu_try& t);
+int emulate_symlinkat(io_request& r, emu_try& t);
+int emulate_linkat(io_request& r, emu_try& t);
+int emulate_fadvise(io_request& r, emu_try& t);
+int emulate_madvise(io_request& r, emu_try& t);
+int emulate_socket(io_request& r, emu_try& t);
+int emulate_bind(io_request& r, emu_try& t);
+int emulate_listen(io_request& r, emu_try& t);
 int emulate_splice(io_request& r, emu_try& t);
 int emulate_accept(io_request& r, emu_try& t);
 int emulate_connect(io_request& r, emu_try& t);
@@ -104,6 +133,17 @@ int emulate_send_zc(io_request& r, emu_try& t);
 int emulate_recvmsg(io_request& r, emu_try& t);
 int emulate_sendmsg(io_request& r, emu_try& t);
 int emulate_shutdown(io_request& r, emu_try& t);
+int emulate_futex_wake(io_request& r, emu_try& t);
+int emulate_waitid(io_request& r, emu_try& t);
+
+// waitid names a process, which epoll cannot watch: before its first try the emulated backend asks
+// emulated_waitid_target to make a wait that would block name a pidfd (ops/process_ops.cpp). It yields
+// kWaitOnPidfd to go on (the request may now name a pidfd of its own, which emulated_waitid_done
+// closes when the operation completes), or the result to complete with at once.
+inline constexpr int kWaitOnPidfd = 1;
+int emulated_waitid_target(io_request& r);
+void emulated_waitid_done(io_request& r) noexcept;
+int emulate_rw_fixed(io_request& r, emu_try& t);
 
 // Kernel opcodes, as the kernel numbers them (checked against liburing's in ops/op_table.cpp, which also
 // names those liburing 2.3 lacks).
@@ -111,9 +151,12 @@ namespace kop {
 inline constexpr std::uint8_t nop = 0, readv = 1, writev = 2, fsync = 3, poll_add = 6, sendmsg = 9,
                               recvmsg = 10, timeout = 11, accept = 13, async_cancel = 14, link_timeout = 15,
                               connect = 16, fallocate = 17, openat = 18, close = 19, files_update = 20,
-                              statx = 21, read = 22, write = 23, send = 26, recv = 27, splice = 30,
-                              shutdown = 34, msg_ring = 40, send_zc = 47, fixed_fd_install = 54,
-                              ftruncate = 55;
+                              statx = 21, read = 22, write = 23, fadvise = 24, madvise = 25, send = 26,
+                              recv = 27, splice = 30, shutdown = 34, renameat = 35, unlinkat = 36,
+                              mkdirat = 37, symlinkat = 38, linkat = 39, msg_ring = 40, socket = 45,
+                              send_zc = 47, waitid = 50, futex_wait = 51, futex_wake = 52,
+                              fixed_fd_install = 54, ftruncate = 55, bind = 56, listen = 57;
+inline constexpr std::uint8_t read_fixed = 4, write_fixed = 5;
 }  // namespace kop
 
 using e = emulation;
@@ -206,6 +249,70 @@ inline constexpr op_row kOpTable[] = {
     // fd, offset = the new length.
     {op_code::ftruncate, "ftruncate", kop::ftruncate, "6.9", e::synchronous, true, false, prep_ftruncate,
      emulate_ftruncate},
+    // The operations on names take no direct descriptor: the kernel refuses IOSQE_FIXED_FILE for them.
+    // fd = dirfd, addr = path, op_flags = 0 or AT_REMOVEDIR.
+    {op_code::unlinkat, "unlinkat", kop::unlinkat, "5.11", e::synchronous, false, false, prep_unlinkat,
+     emulate_unlinkat},
+    // fd = the old dirfd, addr = the old path, len = the new dirfd, aux = the new path (const char*),
+    // op_flags = renameat2(2)'s RENAME_* flags.
+    {op_code::renameat, "renameat", kop::renameat, "5.11", e::synchronous, false, false, prep_renameat,
+     emulate_renameat},
+    // fd = dirfd, addr = path, len = mode.
+    {op_code::mkdirat, "mkdirat", kop::mkdirat, "5.15", e::synchronous, false, false, prep_mkdirat,
+     emulate_mkdirat},
+    // addr = the target, fd = the new link's dirfd, aux = its path (const char*).
+    {op_code::symlinkat, "symlinkat", kop::symlinkat, "5.15", e::synchronous, false, false, prep_symlinkat,
+     emulate_symlinkat},
+    // As renameat; op_flags = linkat(2)'s AT_* flags.
+    {op_code::linkat, "linkat", kop::linkat, "5.15", e::synchronous, false, false, prep_linkat,
+     emulate_linkat},
+    // fd, offset, len (0: to the end), op_flags = POSIX_FADV_* advice.
+    {op_code::fadvise, "fadvise", kop::fadvise, "5.6", e::synchronous, true, false, prep_fadvise,
+     emulate_fadvise},
+    // addr, len, op_flags = MADV_* advice (no fd).
+    {op_code::madvise, "madvise", kop::madvise, "5.6", e::synchronous, false, false, prep_madvise,
+     emulate_madvise},
+    // fd = the domain (AF_*), op_flags = the type (SOCK_* with SOCK_NONBLOCK / SOCK_CLOEXEC), len = the
+    // protocol. The new fd.
+    {op_code::socket, "socket", kop::socket, "5.19", e::synchronous, false, false, prep_socket,
+     emulate_socket},
+    // As socket, the new socket put in a free slot of the table of direct descriptors (no plain fd).
+    // Completes with the slot; -ENFILE when the table is full or missing.
+    {op_code::socket_direct, "socket_direct", kop::socket, "5.19", e::synchronous, false, false,
+     prep_socket_direct, emulate_socket},
+    // fd, addr = const sockaddr*, len = its length.
+    {op_code::bind, "bind", kop::bind, "6.11", e::synchronous, true, false, prep_bind, emulate_bind},
+    // fd, len = the backlog.
+    {op_code::listen, "listen", kop::listen, "6.11", e::synchronous, true, false, prep_listen,
+     emulate_listen},
+    // addr = a 32-bit futex word of this process, offset = the value expected there, aux = the bitset
+    // mask; fd = FUTEX2_* flags (size u32, private). Completes with 0 once woken, -EAGAIN at once if the
+    // word does not hold the value. The emulation keeps the wait in a process-wide list that the
+    // library's wakes read (backend/emulated/futex_registry.hpp): a futex cannot be polled.
+    {op_code::futex_wait, "futex_wait", kop::futex_wait, "6.7", e::backend, false, false, prep_futex_wait,
+     nullptr},
+    // As futex_wait, offset = how many waiters to wake at most. Completes with how many were woken.
+    {op_code::futex_wake, "futex_wake", kop::futex_wake, "6.7", e::synchronous, false, false, prep_futex_wake,
+     emulate_futex_wake},
+    // fd = the id (a pid, a pidfd, a process group), len = the idtype (P_PID, P_PIDFD, P_ALL, P_PGID),
+    // op_flags = waitid(2)'s options (WEXITED, WNOHANG, ...), addr = siginfo_t* (or null). Completes with 0
+    // and the siginfo filled as waitid(2) fills it. The emulation waits on a pidfd (emulated_waitid_target).
+    {op_code::waitid, "waitid", kop::waitid, "6.7", e::readable, false, false, prep_waitid, emulate_waitid},
+    // Registered buffers (uring/fixed_buffers.hpp): aux = the buffer's index in the executor's table, and
+    // [addr, addr + len) must lie inside that buffer (-EFAULT otherwise, and for an index the table lacks;
+    // the emulation keeps the same table and checks the same way before the syscall).
+    // fd, addr, len, offset (kCurrentPosition as for read), aux. The byte count.
+    {op_code::read_fixed, "read_fixed", kop::read_fixed, "5.1", e::readable, true, false, prep_read_fixed,
+     emulate_rw_fixed},
+    {op_code::write_fixed, "write_fixed", kop::write_fixed, "5.1", e::writable, true, false, prep_write_fixed,
+     emulate_rw_fixed},
+    // As send and send_zc, from a registered buffer (IORING_RECVSEND_FIXED_BUF): fd, addr, len, op_flags =
+    // MSG_* flags, aux. send_zc takes one since 6.0; a plain send in no kernel up to 6.18 (EINVAL), so
+    // the probe tries it (kernel_features::send_fixed_buf).
+    {op_code::send_fixed, "send_fixed", kop::send, "probe", e::writable, true, true, prep_send_fixed,
+     emulate_send},
+    {op_code::send_zc_fixed, "send_zc_fixed", kop::send_zc, "6.0", e::writable, true, true,
+     prep_send_zc_fixed, emulate_send_zc},
 };
 
 [[nodiscard]] constexpr const op_row& op_info(op_code c) noexcept {

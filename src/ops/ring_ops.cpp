@@ -27,8 +27,9 @@ static_assert(kop::nop == IORING_OP_NOP && kop::readv == IORING_OP_READV && kop:
 
 void prep_timeout(io_uring_sqe* sqe, const io_request& r) noexcept {
   static_assert(sizeof(timespec64) == sizeof(__kernel_timespec));
-  io_uring_prep_timeout(sqe, static_cast<__kernel_timespec*>(r.addr), 0,
-                        (r.op_flags & kTimeoutAbsolute) ? IORING_TIMEOUT_ABS : 0);
+  unsigned flags = (r.op_flags & kTimeoutAbsolute) ? IORING_TIMEOUT_ABS : 0;
+  if (r.op_flags & kTimeoutRepeat) flags |= kTimeoutMultishot;  // count 0: until cancelled
+  io_uring_prep_timeout(sqe, static_cast<__kernel_timespec*>(r.addr), 0, flags);
 }
 
 void prep_poll(io_uring_sqe* sqe, const io_request& r) noexcept {

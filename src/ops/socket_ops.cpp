@@ -1,14 +1,51 @@
-// ops/socket_ops.cpp — the socket operations' rows: accept (plain, multishot, into direct slots),
-// connect, recv, send, send_zc, recvmsg, sendmsg, shutdown and the multishot receive into provided
-// buffers, each as the native ring prepares it and as the emulation runs it. ops/op_table.hpp says which
-// fields each one reads.
+// ops/socket_ops.cpp — the socket operations' rows: socket (plain, into a direct slot), bind, listen,
+// accept (plain, multishot, into direct slots), connect, recv, send, send_zc, recvmsg, sendmsg, shutdown
+// and the multishot receive into provided buffers, each as the native ring prepares it and as the emulation
+// runs it. ops/op_table.hpp says which fields each one reads.
 #include <liburing.h>
 #include <sys/socket.h>
 
 #include "ops/op_table.hpp"
 #include "ops/syscall.hpp"
+#include "setup/liburing_compat.hpp"
 
 namespace uring::detail {
+
+static_assert(kop::socket == IORING_OP_SOCKET && kop::bind == kOpBind && kop::listen == kOpListen);
+
+void prep_socket(io_uring_sqe* sqe, const io_request& r) noexcept {
+  io_uring_prep_socket(sqe, r.fd, static_cast<int>(r.op_flags), static_cast<int>(r.len), 0);
+}
+// The kernel refuses SOCK_CLOEXEC for a direct descriptor (the emulation's dup in the slot keeps it).
+void prep_socket_direct(io_uring_sqe* sqe, const io_request& r) noexcept {
+  io_uring_prep_socket_direct_alloc(sqe, r.fd, static_cast<int>(r.op_flags) & ~SOCK_CLOEXEC,
+                                    static_cast<int>(r.len), 0);
+}
+// Both socket kinds (the backend puts socket_direct's fd in a slot). Done inline natively, as bind and
+// listen are.
+int emulate_socket(io_request& r, emu_try& t) {
+  t.in_worker = false;
+  return retry_eintr([&] { return ::socket(r.fd, static_cast<int>(r.op_flags), static_cast<int>(r.len)); });
+}
+
+// liburing 2.3 has no io_uring_prep_bind / _listen: the kernel reads bind's address length from addr2
+// and listen's backlog from len.
+void prep_bind(io_uring_sqe* sqe, const io_request& r) noexcept {
+  io_uring_prep_rw(kOpBind, sqe, r.fd, r.addr, 0, 0);
+  sqe->addr2 = r.len;
+}
+int emulate_bind(io_request& r, emu_try& t) {
+  t.in_worker = false;
+  return retry_eintr([&] { return ::bind(r.fd, static_cast<const sockaddr*>(r.addr), r.len); });
+}
+
+void prep_listen(io_uring_sqe* sqe, const io_request& r) noexcept {
+  io_uring_prep_rw(kOpListen, sqe, r.fd, nullptr, r.len, 0);
+}
+int emulate_listen(io_request& r, emu_try& t) {
+  t.in_worker = false;
+  return retry_eintr([&] { return ::listen(r.fd, static_cast<int>(r.len)); });
+}
 
 void prep_accept(io_uring_sqe* sqe, const io_request& r) noexcept {
   io_uring_prep_accept(sqe, r.fd, static_cast<sockaddr*>(r.addr), reinterpret_cast<socklen_t*>(r.aux),

@@ -121,6 +121,9 @@ std::string to_string(const kernel_features& f) {
   out += std::string("multishot accept  ") + yes_no(f.multishot_accept);
   out += std::string("multishot recv    ") + yes_no(f.multishot_recv);
   out += std::string("send_zc           ") + yes_no(f.send_zc);
+  out += std::string("multishot timeout ") + yes_no(f.multishot_timeout);
+  out += std::string("registered bufs   ") + yes_no(f.registered_buffers);
+  out += std::string("send fixed buf    ") + yes_no(f.send_fixed_buf);
   for (const auto& [feature, why] : f.reasons) out += "why not: " + feature + ": " + why + "\n";
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
@@ -260,6 +263,9 @@ std::string to_json(const kernel_features& f) {
       .boolean("multishot_accept", f.multishot_accept)
       .boolean("multishot_recv", f.multishot_recv)
       .boolean("send_zc", f.send_zc)
+      .boolean("multishot_timeout", f.multishot_timeout)
+      .boolean("registered_buffers", f.registered_buffers)
+      .boolean("send_fixed_buf", f.send_fixed_buf)
       .raw("reasons", reasons_object(f.reasons))
       .str();
 }
@@ -285,6 +291,8 @@ std::string to_json(const executor_plan& plan) {
       .boolean("msg_ring", plan.msg_ring)
       .boolean("send_msg_ring", plan.send_msg_ring)
       .boolean("buf_ring", plan.buf_ring)
+      .boolean("linked_chains", plan.linked_chains)
+      .boolean("multishot_timeout", plan.multishot_timeout)
       .texts("allowed_ops", allowed_op_names(plan.allowed_ops))
       .texts("notes", plan.notes)
       .str();

@@ -413,6 +413,44 @@ std::optional<std::string> probe_multishot_recv() {
   return got->more() ? std::string() : "multishot recv: the CQE lacked IORING_CQE_F_MORE (6.0+)";
 }
 
+// A multishot timeout of 1 us for two periods: the first CQE must say -ETIME and IORING_CQE_F_MORE.
+std::string probe_multishot_timeout() {
+  scratch_ring ring;
+  if (!ring.ok()) return setup_failure(ring);
+  __kernel_timespec period{0, 1000};
+  io_uring_sqe* s = ring.sqe(kOpTag);
+  io_uring_prep_timeout(s, &period, 2, 0);
+  s->timeout_flags = detail::kTimeoutMultishot;
+  std::optional<completion> tick = ring.submit_and_wait();
+  if (tick && tick->more()) ring.cancel_and_drain();
+  if (!tick || tick->user_data != kOpTag || tick->res != -ETIME)
+    return op_failure("IORING_OP_TIMEOUT (multishot)", tick);
+  return tick->more() ? std::string() : "multishot timeout: the CQE lacked IORING_CQE_F_MORE (6.4+)";
+}
+
+// A one-page buffer registered with tags (IORING_REGISTER_BUFFERS2, 5.13), and with `plain_send` a plain
+// IORING_OP_SEND from it over a socketpair (IORING_RECVSEND_FIXED_BUF, which send_zc took first).
+std::string probe_registered_buffer(bool plain_send) {
+  int sv[2];
+  if (plain_send && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return "socketpair failed";
+  unique_fd ours(plain_send ? sv[0] : -1), peer(plain_send ? sv[1] : -1);
+  scratch_ring ring;
+  if (!ring.ok()) return setup_failure(ring);
+  alignas(4096) static char page[4096];
+  const iovec iov{page, sizeof page};
+  const __u64 tag = 0;
+  if (int r = io_uring_register_buffers_tags(ring.get(), &iov, &tag, 1); r != 0)
+    return detail::explain_call_error("io_uring_register(IORING_REGISTER_BUFFERS2)", -r);
+  if (!plain_send) return {};
+  io_uring_sqe* s = ring.sqe(kOpTag);
+  io_uring_prep_send(s, ours.get(), page, 8, MSG_DONTWAIT);
+  s->ioprio |= IORING_RECVSEND_FIXED_BUF;
+  s->buf_index = 0;
+  std::optional<completion> got = ring.submit_and_wait();
+  return got && got->user_data == kOpTag && got->res == 8 ? std::string()
+                                                          : op_failure("IORING_OP_SEND (fixed buffer)", got);
+}
+
 // Files a probe's answer: true when it worked, else false with its reason in f.reasons[feature].
 bool worked(kernel_features& f, const char* feature, std::string why_not) {
   if (why_not.empty()) return true;
@@ -459,10 +497,14 @@ kernel_features probe_kernel() {
                                : has(f, "multishot_recv", "buf_ring", f.buf_ring) &&
                                      release_at_least(f.kernel_release, 6, 0);
   }
+  f.multishot_timeout = worked(f, "multishot_timeout", probe_multishot_timeout());
   // No trial for SEND_ZC (it would need a connected TCP socket): without the opcode list it stays off.
   f.send_zc = f.supports(IORING_OP_SEND_ZC);
   if (f.reasons.count("opcodes") != 0)
     f.reasons["send_zc"] = "unknown, because the opcode list is unavailable";
+  f.registered_buffers = worked(f, "registered_buffers", probe_registered_buffer(false));
+  f.send_fixed_buf = has(f, "send_fixed_buf", "registered_buffers", f.registered_buffers) &&
+                     worked(f, "send_fixed_buf", probe_registered_buffer(true));
   return f;
 }
 

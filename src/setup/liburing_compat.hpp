@@ -11,5 +11,18 @@ inline constexpr unsigned kRegisterSendMsgRing = 31;         // IORING_REGISTER_
 // IORING_OP_FIXED_FD_INSTALL (6.8): a plain fd for a direct descriptor. An older kernel fails it with
 // EINVAL, which send_direct reports as such.
 inline constexpr std::uint8_t kOpFixedFdInstall = 54;
+// IORING_OP_WAITID (6.7); an older kernel fails it with EINVAL (uring::process waits by poll there).
+inline constexpr std::uint8_t kOpWaitid = 50;
+// IORING_OP_BIND and IORING_OP_LISTEN (6.11); an older kernel fails them with EINVAL.
+inline constexpr std::uint8_t kOpBind = 56;
+inline constexpr std::uint8_t kOpListen = 57;
+// IORING_TIMEOUT_MULTISHOT (6.4): a timeout that completes every period, IORING_CQE_F_MORE while armed;
+// the SQE's off is the count of completions (0: until cancelled).
+inline constexpr std::uint32_t kTimeoutMultishot = 1u << 6;
+// IORING_OP_FUTEX_WAIT and IORING_OP_FUTEX_WAKE (6.7), and the FUTEX2_* flags their SQE's fd carries.
+inline constexpr std::uint8_t kOpFutexWait = 51;
+inline constexpr std::uint8_t kOpFutexWake = 52;
+inline constexpr std::uint32_t kFutex2SizeU32 = 0x02;
+inline constexpr std::uint32_t kFutex2Private = 128;
 
 }  // namespace uring::detail

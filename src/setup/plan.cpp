@@ -88,6 +88,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     return plan;
   }
   plan.backend = backend_kind::native;
+  plan.linked_chains = true;
   if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
 
   ring_flags flags = request.flags;
@@ -150,6 +151,8 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   } else {
     plan.buf_ring = true;
   }
+  // A ticker keeps its ticks either way: one timeout per tick, at the same deadlines, costs one SQE each.
+  plan.multishot_timeout = kernel.multishot_timeout && !disabled.contains(feature::multishot);
   // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.
   plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
   return plan;

@@ -10,7 +10,8 @@
 # Inputs (-D): BUILD_DIR, CONFIG, WORK_DIR, CONSUMER_SOURCE_DIR, CXX_COMPILER, GENERATOR, MAKE_PROGRAM,
 # INSTALL_LIBDIR, EXPECTED_VERSION, PKG_CONFIG_EXECUTABLE (may be empty: the pkg-config half then fails),
 # SANITIZE_COMPILE_FLAGS and SANITIZE_LINK_FLAGS (space-separated, may be empty), EXPECT_FIBER (ON when
-# uring::fiber was built: the package must provide it).
+# uring::fiber was built: the package must provide it), EXPECT_TLS (likewise for uring::tls, asked for as
+# find_package(uring COMPONENTS tls)).
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR CXX_COMPILER GENERATOR INSTALL_LIBDIR EXPECTED_VERSION)
@@ -92,6 +93,9 @@ set(configure_args -S ${CONSUMER_SOURCE_DIR} -B ${consumer_build} -G ${GENERATOR
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
     "-DCONSUMER_COMPILE_OPTIONS=${SANITIZE_COMPILE_FLAGS}"
     "-DCONSUMER_LINK_OPTIONS=${SANITIZE_LINK_FLAGS}")
+if(EXPECT_TLS)
+  list(APPEND configure_args -DCONSUMER_TLS=ON)
+endif()
 if(MAKE_PROGRAM)
   list(APPEND configure_args -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM})
 endif()
@@ -115,6 +119,12 @@ if(EXPECT_FIBER)
   find_consumer_program(fiber_consumer fiber_exe)
   run_step("run fiber consumer (find_package)" out COMMAND ${fiber_exe})
   expect_in("run fiber consumer (find_package)" "${out}" "fiber consumer: ok")
+endif()
+# The TLS library likewise (EXPECT_TLS), found as a component.
+if(EXPECT_TLS)
+  find_consumer_program(tls_consumer tls_exe)
+  run_step("run tls consumer (find_package COMPONENTS tls)" out COMMAND ${tls_exe})
+  expect_in("run tls consumer (find_package COMPONENTS tls)" "${out}" "tls consumer: ok")
 endif()
 
 # 2. pkg-config: the flags it prints must be all a plain compiler command needs, with -std=c++20 our own.

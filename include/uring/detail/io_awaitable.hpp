@@ -79,11 +79,14 @@ inline constexpr bool is_linked<linked_payload<P>> = true;
 // The stop token attached to an io_awaitable and, once the operation is started, the stop callback's
 // side: cancel on the owner thread, or post the cancel there.
 struct op_canceller : remote_node {
+  // What a stop cancels when it is more than `self` (a chain's steps): set before arm().
+  using cancel_fn = void (*)(operation* self, executor& ex) noexcept;
+
   struct on_stop {
     op_canceller* c;
     void operator()() const noexcept {
       if (running_executor() == c->ex) {
-        executor_access::cancel(*c->ex, *c->self);
+        c->cancel_now();
       } else {
         c->posted.store(true, std::memory_order_release);
         executor_access::post_remote(*c->ex, *c);
@@ -91,10 +94,15 @@ struct op_canceller : remote_node {
     }
   };
   explicit op_canceller(std::stop_token t) noexcept : token(std::move(t)) {
-    run = [](remote_node* n) noexcept {
-      auto* me = static_cast<op_canceller*>(n);
-      if (me->self->state != op_state::idle) executor_access::cancel(*me->ex, *me->self);
-    };
+    run = [](remote_node* n) noexcept { static_cast<op_canceller*>(n)->cancel_now(); };
+  }
+  // On the owner thread.
+  void cancel_now() noexcept {
+    if (cancel_all != nullptr) {
+      cancel_all(self, *ex);
+    } else if (self->state != op_state::idle) {
+      executor_access::cancel(*ex, *self);
+    }
   }
   void arm(operation& op, executor& e) {
     self = &op;
@@ -112,6 +120,7 @@ struct op_canceller : remote_node {
     return stopped;
   }
   std::stop_token token;
+  cancel_fn cancel_all = nullptr;
   operation* self = nullptr;
   executor* ex = nullptr;
   std::atomic<bool> posted{false};
@@ -175,8 +184,9 @@ class [[nodiscard]] io_awaitable : private operation {
       if (res == -EINTR && stopped) res = -ECANCELED;
     }
     std::int32_t r = res;
-    if constexpr (std::is_same_v<Payload, timer_payload>) {
-      if (r == -ETIME) r = 0;  // a sleep that ran its course
+    if constexpr (std::is_same_v<Payload, timer_payload> ||
+                  std::is_same_v<Payload, linked_payload<timer_payload>>) {
+      if (r == -ETIME) r = 0;  // a sleep that ran its course (within its linked timeout, if any)
     }
     if constexpr (is_linked<Payload>) {
       if (r == -EINTR) r = -ECANCELED;
@@ -201,6 +211,14 @@ class [[nodiscard]] io_awaitable : private operation {
     return io_awaitable<Result, false, Payload>(std::move(*this), std::move(payload_));
   }
 
+  // The same operation, labelled `text` in the executor's in-flight snapshot (executor::inflight), e.g.
+  // `co_await uring::read(fd, buf).tag("client 42 read")`. The text is not copied: it must outlive the
+  // operation (a string literal does).
+  io_awaitable tag(const char* text) && noexcept {
+    label = text;
+    return std::move(*this);
+  }
+
   // The same operation with a linked timeout (see with_timeout).
   io_awaitable<Result, Throw, linked_payload<Payload>> linked_to(timespec64 t) && noexcept {
     return io_awaitable<Result, Throw, linked_payload<Payload>>(
@@ -218,6 +236,7 @@ class [[nodiscard]] io_awaitable : private operation {
  private:
   template <class, bool, payload>
   friend class io_awaitable;
+  friend struct chain_access;
   // The same operation, re-typed (nothrow, linked timeout) with `p` as its payload.
   template <bool OtherThrow, payload OtherPayload>
   io_awaitable(io_awaitable<Result, OtherThrow, OtherPayload>&& o, Payload p) noexcept

@@ -45,9 +45,27 @@ enum class op_code : std::uint8_t {
   writev,
   fallocate,
   ftruncate,
+  unlinkat,
+  renameat,
+  mkdirat,
+  symlinkat,
+  linkat,
+  fadvise,
+  madvise,
+  socket,
+  socket_direct,
+  bind,
+  listen,
+  futex_wait,
+  futex_wake,
+  waitid,
+  read_fixed,
+  write_fixed,
+  send_fixed,
+  send_zc_fixed,
 };
 
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::ftruncate) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::send_zc_fixed) + 1;
 
 // A set of op_codes of any size the enum grows to: one bit each.
 class op_set {

@@ -35,7 +35,11 @@ inline constexpr unsigned kCqeBufferShift = 16;
 // A zero-copy send's notification (IORING_CQE_F_NOTIF): the kernel is done with the buffer.
 inline constexpr std::uint32_t kCqeNotif = 1u << 3;
 
+inline constexpr std::uint8_t kLinkNext = 1;
+inline constexpr std::uint8_t kLinkHard = 2;
+
 inline constexpr std::uint32_t kTimeoutAbsolute = 1;  // timeout: addr is a CLOCK_MONOTONIC deadline
+inline constexpr std::uint32_t kTimeoutRepeat = 2;    // timeout: every period until cancelled (natively only)
 
 // Seconds and nanoseconds, laid out as the kernel's __kernel_timespec.
 struct timespec64 {
@@ -49,6 +53,11 @@ struct io_request {
   // (IOSQE_FIXED_FILE, which is 1: start_inline writes this byte as the SQE's flags; for close, the slot
   // to empty).
   bool direct = false;
+  // A step of a chain (uring/chain.hpp) on a ring that links them: kLinkNext or kLinkHard ties the next
+  // operation in the list to this one (IOSQE_IO_LINK, IOSQE_IO_HARDLINK). The chain's first step also
+  // says how many SQEs the whole chain takes, so that one submit carries all of them.
+  std::uint8_t link = 0;
+  std::uint8_t chain_sqes = 0;
   std::int32_t fd = -1;
   std::uint32_t len = 0;
   std::uint32_t op_flags = 0;
@@ -91,7 +100,12 @@ struct operation {
   // and may outlive its owner (it then frees itself on the final one). It must not resume coroutines
   // inline: it schedules them.
   bool multishot = false;
+  bool cancel_sent = false;     // a cancel was asked for (executor::inflight shows it)
+  bool reported = false;        // the stuck-operation watchdog has reported it
+  std::uint32_t live_slot = 0;  // its place in the executor's in-flight registry (op_queue::enlist)
   io_request request;
+  std::uint32_t since_ms = 0;   // the turn's coarse clock when it started (op_queue::now_ms): its age
+  const char* label = nullptr;  // the user's tag (io_awaitable::tag), shown by executor::inflight
 
   // res and cqe_flags, given as the CQE lays them out: one 8-byte word, stored in one go.
   void store_result(std::uint64_t res_and_flags) noexcept {
@@ -108,6 +122,9 @@ struct operation {
     }
   }
 };
+
+// The coarse monotonic clock (CLOCK_MONOTONIC_COARSE) in milliseconds, wrapping: op_queue::now_ms.
+std::uint32_t coarse_now_ms() noexcept;
 
 // Debug builds: prints which operation was freed while in flight, then aborts.
 [[noreturn]] void in_flight_operation_destroyed(const char* name) noexcept;
@@ -180,7 +197,7 @@ struct op_queue {
   // linked timeout: the caller guarantees it) is written straight into the ring's SQ while no operation
   // waits in the list (so the kernel still sees them in the order they were awaited). False: the caller
   // queues it on the list instead (executor_access::submit, which also refuses a closed executor).
-  bool start_inline(operation& op) noexcept {
+  [[gnu::always_inline]] bool start_inline(operation& op) noexcept {
     const io_request& r = op.request;
     const auto code = static_cast<unsigned>(r.code);
     if (!((inline_codes >> code) & 1u)) return false;
@@ -194,8 +211,43 @@ struct op_queue {
     op.state = op_state::submitted;
     ++inflight;
     ++started[code];
+    enlist(op);
     return true;
   }
+
+  // The in-flight registry (executor::inflight): every user operation from its start to its final
+  // completion, in a dense array, so that adding one is two stores and removing one moves the last into
+  // its place. An operation not found at its slot (the executor's own, or one whose registry was reset at
+  // shutdown) is left alone, so a stale slot never touches the array.
+  operation** live = nullptr;
+  std::uint32_t live_count = 0;
+  std::uint32_t live_capacity = 0;
+  std::uint32_t now_ms = 0;  // CLOCK_MONOTONIC_COARSE in ms, read once per turn
+
+  [[nodiscard]] bool listed(const operation& op) const noexcept {
+    return op.live_slot < live_count && live[op.live_slot] == &op;
+  }
+  [[gnu::always_inline]] void enlist(operation& op) noexcept {
+    if (live_count == live_capacity && !grow_live()) [[unlikely]]
+      return;  // out of memory: the operation runs unlisted
+    op.live_slot = live_count;
+    op.since_ms = now_ms;
+    op.cancel_sent = false;
+    op.reported = false;
+    live[live_count++] = &op;
+  }
+  [[gnu::always_inline]] void delist(operation& op) noexcept {
+    const std::uint32_t at = op.live_slot;
+    if (at >= live_count || live[at] != &op) [[unlikely]]
+      return;
+    operation* last = live[--live_count];
+    live[at] = last;
+    last->live_slot = at;
+  }
+  // Doubles the array (defined in src/executor/inflight.cpp); false if memory ran out.
+  bool grow_live() noexcept;
+  void reset_live() noexcept { live_count = 0; }
+  void free_live() noexcept;  // the executor's destructor
 
   // The one encoding of a nop, read or write SQE (sqe_image's layout, into the eight words at `w`): the
   // inline path, the native backend's list and its full preparation all write these SQEs through it.

@@ -49,6 +49,9 @@ inline constexpr std::uint64_t kDoorbellTag = 4;  // no node: a poster woke us u
 // completion of a linked timeout): tagged like the rest, so one test tells every CQE that is not an
 // operation's from one that is.
 inline constexpr std::uint64_t kOwnRequest = 5;
+// No node: the kernel no longer uses a registered buffer (its tag; uring/fixed_buffers.hpp), named by the
+// bits above the tag.
+inline constexpr std::uint64_t kBufferTag = 6;
 inline constexpr std::uint64_t kTagMask = 7;
 
 class remote_queue {

@@ -53,6 +53,13 @@ struct zc_watch {
 class [[nodiscard]] send_zc_awaitable : private operation {
  public:
   send_zc_awaitable(int fd, const_buffer buf, std::uint32_t msg_flags) noexcept;
+  // From registered buffer `buf_index` (uring/fixed_buffers.hpp): send_zc_fixed, or send_fixed where the
+  // executor has no zero-copy send.
+  send_zc_awaitable(int fd, const_buffer buf, std::uint32_t msg_flags, std::uint32_t buf_index) noexcept
+      : send_zc_awaitable(fd, buf, msg_flags) {
+    request.code = op_code::send_zc_fixed;
+    request.aux = buf_index;
+  }
   // Movable until it is awaited (g++ may move it into the coroutine frame).
   send_zc_awaitable(send_zc_awaitable&& o) noexcept : operation(o), ex_(o.ex_), sent_(o.sent_) {
     watch_.orphan = o.watch_.orphan;

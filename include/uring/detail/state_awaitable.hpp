@@ -22,6 +22,10 @@
 
 namespace uring::detail {
 
+// Whether a State's waits take a deadline (uring::with_timeout); a State whose waits do not says false.
+template <class State>
+inline constexpr bool state_times_out = true;
+
 // CLOCK_MONOTONIC in nanoseconds (src/net/leased_recv.cpp).
 std::int64_t monotonic_ns() noexcept;
 

@@ -1,6 +1,7 @@
 // uring/detail/when_child.hpp — the machinery shared by when_all and when_any.
 //
-// Provides: detail::when_shared, detail::when_child, detail::run_child, detail::when_value_t.
+// Provides: detail::when_shared, detail::when_child, detail::run_child, detail::when_value_t,
+// detail::group_base, detail::fixed_group, detail::range_group.
 // Threads: children may finish on any thread (a child may hop executors); the counter is atomic and the
 // last child to finish resumes the parent by symmetric transfer.
 //
@@ -21,6 +22,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "uring/task.hpp"
 
@@ -137,17 +139,15 @@ bool start_group(std::coroutine_handle<Promise> parent, when_shared& shared, Chi
   return shared.parent_should_suspend();
 }
 
-// A fixed set of children of any types: what when_all and when_any share. `FirstWins`: the first child
-// to finish claims the group (when_any); otherwise the first to fail does (when_all).
-template <bool FirstWins, class... T>
-class fixed_group {
+// What every group shares: the parent's side of starting the children and of finishing.
+// `Children` is an array (a fixed set) or a vector (a range) of when_child.
+template <class Children>
+class group_base {
  public:
-  explicit fixed_group(task<T>... tasks) : shared_(sizeof...(T)) {
-    make_children(std::index_sequence_for<T...>{}, std::move(tasks)...);
-  }
-  fixed_group(const fixed_group&) = delete;
+  explicit group_base(std::size_t n) : shared_(n) {}
+  group_base(const group_base&) = delete;
 
-  bool await_ready() const noexcept { return false; }
+  bool await_ready() const noexcept { return children_.empty(); }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
     return start_group(parent, shared_, children_, link_);
@@ -160,19 +160,51 @@ class fixed_group {
     return shared_.first.load(std::memory_order_acquire);
   }
 
+  when_shared shared_;
+  Children children_;
+
+ private:
+  parent_stop_link link_;
+};
+
+// A fixed set of children of any types: what when_all and when_any share. `FirstWins`: the first child
+// to finish claims the group (when_any); otherwise the first to fail does (when_all).
+template <bool FirstWins, class... T>
+class fixed_group : public group_base<std::array<when_child, sizeof...(T)>> {
+ public:
+  explicit fixed_group(task<T>... tasks) : group_base<std::array<when_child, sizeof...(T)>>(sizeof...(T)) {
+    make_children(std::index_sequence_for<T...>{}, std::move(tasks)...);
+  }
+
+ protected:
   std::tuple<std::optional<when_value_t<T>>...> slots_;
   std::array<std::exception_ptr, sizeof...(T)> errors_;
 
  private:
   template <std::size_t... I>
   void make_children(std::index_sequence<I...>, task<T>... tasks) {
-    ((children_[I] = run_child(std::move(tasks), std::get<I>(slots_), errors_[I], shared_, I, FirstWins)),
+    ((this->children_[I] =
+          run_child(std::move(tasks), std::get<I>(slots_), errors_[I], this->shared_, I, FirstWins)),
      ...);
   }
+};
 
-  when_shared shared_;
-  std::array<when_child, sizeof...(T)> children_;
-  parent_stop_link link_;
+// Any number of children of one type: what the range forms of when_all and when_any share.
+template <bool FirstWins, class T>
+class range_group : public group_base<std::vector<when_child>> {
+ public:
+  explicit range_group(std::vector<task<T>> tasks)
+      : group_base<std::vector<when_child>>(tasks.size()), slots_(tasks.size()), errors_(tasks.size()) {
+    this->children_.reserve(tasks.size());
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      this->children_.push_back(
+          run_child(std::move(tasks[i]), slots_[i], errors_[i], this->shared_, i, FirstWins));
+    }
+  }
+
+ protected:
+  std::vector<std::optional<when_value_t<T>>> slots_;
+  std::vector<std::exception_ptr> errors_;
 };
 
 }  // namespace uring::detail

@@ -94,10 +94,11 @@ extern template class basic_accept_stream<direct_fd>;
 namespace uring {
 
 // accept_stream::next() (or accept_direct_stream's) failing with ETIMEDOUT if no connection has come
-// within `d`. (Only the accept streams' next() is a state_awaitable.)
+// within `d`. (A ticker's next() is a state_awaitable too, but takes no time-out: uring/ticker.hpp.)
 template <class State, class Result, class Rep, class Period>
-detail::state_awaitable<State, Result> with_timeout(detail::state_awaitable<State, Result> op,
-                                                    std::chrono::duration<Rep, Period> d) noexcept {
+requires detail::state_times_out<State> detail::state_awaitable<State, Result> with_timeout(
+    detail::state_awaitable<State, Result> op, std::chrono::duration<Rep, Period> d)
+noexcept {
   op.set_timeout(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
   return op;
 }

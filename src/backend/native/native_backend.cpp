@@ -179,17 +179,20 @@ class native_backend final : public backend, public native_ring {
     allow_op(IORING_OP_LINK_TIMEOUT);
     if (allowed.allows_msg_ring()) allow_op(IORING_OP_MSG_RING);
     // Register operations after start-up: the eventfd slot (register_eventfd, notify_fd), the ring fd's
-    // unregistration at exit (or the thread's slot would keep the ring alive), provided buffer rings, and
-    // emptying a direct slot nobody took (empty_slot: a dropped accept_all_direct stream's).
-    for (std::uint8_t op : {IORING_REGISTER_EVENTFD, IORING_REGISTER_EVENTFD_ASYNC, IORING_UNREGISTER_EVENTFD,
-                            IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING,
-                            IORING_UNREGISTER_PBUF_RING, IORING_REGISTER_FILES_UPDATE}) {
+    // unregistration at exit (or the thread's slot would keep the ring alive), provided buffer rings,
+    // registered buffers, and emptying a direct slot nobody took (empty_slot: a dropped accept_all_direct
+    // stream's).
+    for (std::uint8_t op :
+         {IORING_REGISTER_EVENTFD, IORING_REGISTER_EVENTFD_ASYNC, IORING_UNREGISTER_EVENTFD,
+          IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING, IORING_UNREGISTER_PBUF_RING,
+          IORING_REGISTER_FILES_UPDATE, IORING_REGISTER_BUFFERS2, IORING_REGISTER_BUFFERS_UPDATE,
+          IORING_UNREGISTER_BUFFERS}) {
       add(IORING_RESTRICTION_REGISTER_OP, op);
     }
-    // Without this every SQE carrying a flag is refused: links (with_timeout), skipped success CQEs (cancel,
-    // MSG_RING), provided-buffer selection and forced async are what the library sets.
+    // Without this every SQE carrying a flag is refused: links (with_timeout, chains), skipped success CQEs
+    // (cancel, MSG_RING), provided-buffer selection and forced async are what the library sets.
     add(IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
-        IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT | IOSQE_ASYNC);
+        IOSQE_IO_LINK | IOSQE_IO_HARDLINK | IOSQE_CQE_SKIP_SUCCESS | IOSQE_BUFFER_SELECT | IOSQE_ASYNC);
     if (register_raw(IORING_REGISTER_RESTRICTIONS, list.data(), static_cast<unsigned>(list.size())) != 0) {
       fail_setup(errno,
                  "io_uring_register(IORING_REGISTER_RESTRICTIONS) for the executor's op allowlist "
@@ -234,7 +237,7 @@ class native_backend final : public backend, public native_ring {
     for (operation* op = first; op != nullptr; op = op->next) {
       op->state = op_state::submitted;
       const io_request& r = op->request;
-      if (r.code <= op_code::write && r.link_timeout == nullptr) [[likely]] {
+      if (r.code <= op_code::write && r.link_timeout == nullptr && r.link == 0) [[likely]] {
         if (free == 0) [[unlikely]] {
           ring_.sq.sqe_tail = tail;
           flush_until_free(1);
@@ -336,6 +339,15 @@ class native_backend final : public backend, public native_ring {
   int unregister_buf_ring(std::uint16_t group) override {
     return io_uring_unregister_buf_ring(&ring_, group);
   }
+  int register_buffers(const iovec* iovs, const std::uint64_t* tags, unsigned n) override {
+    return io_uring_register_buffers_tags(&ring_, iovs, reinterpret_cast<const __u64*>(tags), n);
+  }
+  int update_buffers(unsigned offset, const iovec* iovs, const std::uint64_t* tags, unsigned n) override {
+    const int r =
+        io_uring_register_buffers_update_tag(&ring_, offset, iovs, reinterpret_cast<const __u64*>(tags), n);
+    return r < 0 ? r : 0;
+  }
+  int unregister_buffers() override { return io_uring_unregister_buffers(&ring_); }
   int empty_slot(unsigned index) override {
     int none = -1;
     const int r = io_uring_register_files_update(&ring_, index, &none, 1);
@@ -352,10 +364,13 @@ class native_backend final : public backend, public native_ring {
     const io_request& r = op.request;
     // A linked pair must not be split across two submits: the kernel would run the operation unlinked.
     if (r.link_timeout != nullptr && sq_free(ring_.sq.sqe_tail) < 2) flush_until_free(2);
+    // Nor a chain (its first step counts the chain's SQEs).
+    if (r.chain_sqes > 1 && sq_free(ring_.sq.sqe_tail) < r.chain_sqes) flush_until_free(r.chain_sqes);
     io_uring_sqe* sqe = next_sqe();
     const op_row& row = op_info(r.code);
     row.native(sqe, r);
     if (r.direct && row.fixed_file) sqe->flags |= IOSQE_FIXED_FILE;
+    if (r.link != 0) sqe->flags |= r.link == kLinkHard ? IOSQE_IO_HARDLINK : IOSQE_IO_LINK;
     io_uring_sqe_set_data(sqe, &op);
     if (r.link_timeout != nullptr) {
       sqe->flags |= IOSQE_IO_LINK;

@@ -1,0 +1,48 @@
+// samples/kv/clients.hpp — the clients connected to each executor of uring-kv: what CLIENT LIST, CLIENT INFO
+// and CLIENT KILL read, and INFO's connection counters.
+//
+// Provides: kv::client_info (one connection's addresses, times and last command), kv::client_registry (an
+// executor's connections by id, and its counters), and the bounds CLIENT applies.
+// Threads: a registry, and the sessions it lists, are touched only on their executor's thread: CLIENT LIST
+// and CLIENT KILL visit each executor with submit_to and read or kill its connections there.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace kv {
+
+struct session;
+
+// The most clients one CLIENT LIST renders (those of the lowest ids) and the longest client name: the
+// reply stays under 10000 * (1024 + 400) bytes, whatever the number of connections.
+inline constexpr std::size_t max_client_list = 10'000;
+inline constexpr std::size_t max_client_name = 1024;
+// Failed AUTH (or HELLO AUTH) replies a connection gets before it is closed: guessing a password costs a
+// reconnect every 10 tries.
+inline constexpr int max_auth_failures = 10;
+
+struct client_info {
+  int fd = -1;
+  std::string addr, laddr;      // peer and local "ip:port"
+  std::int64_t created_ms = 0;  // connect (age)
+  std::int64_t last_ms = 0;     // the last command's start (idle)
+  std::string_view cmd;         // the last command's name, upper case (a static string); empty: none
+  std::string_view sub;         // its subcommand (CLIENT, CONFIG), upper case; empty: none
+  bool killed = false;          // CLIENT KILL by another connection: closed at the next chance
+  bool no_evict = false;        // CLIENT NO-EVICT (shown in CLIENT LIST; uring-kv never evicts)
+};
+
+struct client_registry {
+  std::map<std::int64_t, session*> by_id;  // the executor's connections
+  std::uint64_t connections_received = 0;  // accepted by this executor, refused ones included
+  std::uint64_t commands_processed = 0;    // run by its connections (not those refused or queued)
+};
+
+// Redis's CLIENT LIST line for `ses` (without its '\n'); `now` in clock_ms() time.
+void client_line(const session& ses, std::int64_t now, std::string& out);
+
+}  // namespace kv

@@ -1,0 +1,213 @@
+// samples/kv/transaction.cpp — MULTI, EXEC, DISCARD, WATCH and UNWATCH with Redis 7.0's replies
+// (transaction.hpp tells the design and what EXEC guarantees).
+#include <uring/resp/parser.hpp>
+
+#include <algorithm>
+#include <optional>
+
+#include "commands.hpp"
+
+namespace kv {
+
+namespace {
+
+using uring::task;
+namespace resp = uring::resp;
+
+void end_multi(transaction& tx) {
+  tx.active = false;
+  tx.dirty = false;
+  tx.queue.clear();
+  tx.queued_bytes = 0;
+}
+
+// On shard i's thread: forgets the watches the session has there; true if one of those keys changed.
+bool release_on(server& srv, std::size_t i, const transaction& tx) {
+  bool changed = false;
+  std::int64_t now = clock_ms();
+  for (const transaction::watch& w : tx.watches) {
+    if (w.shard != i) continue;
+    keyspace& ks = srv.shards[i]->db[w.db];
+    ks.find(w.key, now);  // a key whose deadline passed since WATCH expires now, which changes it
+    changed = changed || ks.version(w.key) != w.version;
+    ks.unwatch(w.key);
+  }
+  return changed;
+}
+
+void forget_watches(transaction& tx) {
+  tx.watches.clear();
+  tx.watched_bytes = 0;
+}
+
+// Forgets every watch of the session, one visit per shard holding some; true if a watched key changed.
+task<bool> release_watches(server& srv, std::size_t me, session& ses) {
+  transaction& tx = ses.tx;
+  bool changed = false;
+  for (std::size_t i = 0; i < srv.count() && !tx.watches.empty(); ++i) {
+    if (std::none_of(tx.watches.begin(), tx.watches.end(), [i](auto& w) { return w.shard == i; })) continue;
+    co_await on_shard(srv, me, i, [&srv, &tx, &changed, i] { changed = release_on(srv, i, tx) || changed; });
+  }
+  forget_watches(tx);
+  co_return changed;
+}
+
+// The other shard holding every key of the queue and every watched key, when each queued command is a
+// single-key one: EXEC then runs there in one visit, atomic. (On the connection's own shard, the
+// general path does not suspend: atomic as well.)
+std::optional<std::size_t> one_other_shard(const context& c,
+                                           const std::vector<std::vector<std::string>>& queue) {
+  std::optional<std::size_t> at;
+  for (const std::vector<std::string>& command : queue) {
+    if (single_command(command[0]) == nullptr) return std::nullopt;  // arity checked: command[1] is a key
+    std::size_t i = shard_of(command[1], c.srv.count());
+    if (at && *at != i) return std::nullopt;
+    at = i;
+  }
+  if (!at || *at == c.me) return std::nullopt;
+  std::size_t i = *at;
+  for (const transaction::watch& w : c.ses.tx.watches) {
+    if (w.shard != i) return std::nullopt;
+  }
+  return i;
+}
+
+// EXEC in one visit to shard i (one_other_shard): the watches checked, then the queue run if none moved.
+task<void> exec_on(context& c, std::size_t i, const std::vector<std::vector<std::string>>& queue) {
+  std::vector<std::vector<std::string_view>> args;
+  std::vector<std::string> texts(queue.size());
+  std::vector<shard_reply> replies;
+  for (std::size_t j = 0; j < queue.size(); ++j) {
+    args.emplace_back(queue[j].begin(), queue[j].end());
+    replies.push_back({texts[j], nullptr, false, c.out.resp3()});
+    count_keyed(c.srv, c.me, true);
+  }
+  bool changed = false;
+  co_await on_shard(c.srv, c.me, i, [&c, &args, &replies, &changed, i, db = c.ses.db] {
+    changed = release_on(c.srv, i, c.ses.tx);
+    for (std::size_t j = 0; j < args.size() && !changed; ++j) {
+      single_command(args[j][0])(c.srv.shards[i]->db[db], args[j], replies[j]);
+    }
+  });
+  forget_watches(c.ses.tx);
+  if (changed) {
+    c.out.null_array();  // a watched key changed: nothing ran
+    co_return;
+  }
+  resp::append_array_header(text(c), queue.size());
+  for (std::size_t j = 0; j < queue.size(); ++j) {
+    text(c) += texts[j];
+    if (replies[j].has_value) c.out.bulk(std::move(replies[j].value));
+  }
+}
+
+}  // namespace
+
+task<void> unwatch_all(server& srv, std::size_t me, session& ses) { co_await release_watches(srv, me, ses); }
+
+void queue_command(context& c) {
+  transaction& tx = c.ses.tx;
+  std::size_t bytes = 0;
+  for (std::string_view a : c.args) bytes += a.size();
+  if (tx.queue.size() >= max_queued || tx.queued_bytes + bytes > max_queued_bytes) {
+    tx.dirty = true;
+    return resp::append_error(text(c), "ERR transaction too long (at most " + std::to_string(max_queued) +
+                                           " commands and " + std::to_string(max_queued_bytes >> 20) +
+                                           " MiB of arguments are queued)");
+  }
+  tx.queue.emplace_back(c.args.begin(), c.args.end());
+  tx.queued_bytes += bytes;
+  resp::append_simple_string(text(c), "QUEUED");
+}
+
+task<void> exec_abort(context& c, std::string_view why) {
+  end_multi(c.ses.tx);
+  co_await release_watches(c.srv, c.me, c.ses);
+  resp::append_error(text(c), "EXECABORT Transaction discarded because of: " + std::string(why));
+}
+
+task<void> cmd_multi(context& c) {
+  transaction& tx = c.ses.tx;
+  if (tx.active) co_return resp::append_error(text(c), "ERR MULTI calls can not be nested");
+  tx.active = true;
+  resp::append_simple_string(text(c), "OK");
+}
+
+task<void> cmd_discard(context& c) {
+  transaction& tx = c.ses.tx;
+  if (!tx.active) co_return resp::append_error(text(c), "ERR DISCARD without MULTI");
+  end_multi(tx);
+  co_await release_watches(c.srv, c.me, c.ses);
+  resp::append_simple_string(text(c), "OK");
+}
+
+task<void> cmd_exec(context& c) {
+  transaction& tx = c.ses.tx;
+  if (!tx.active) co_return resp::append_error(text(c), "ERR EXEC without MULTI");
+  bool dirty = tx.dirty;
+  std::vector<std::vector<std::string>> queue = std::move(tx.queue);
+  end_multi(tx);
+  if (!dirty) {
+    if (auto i = one_other_shard(c, queue)) co_return co_await exec_on(c, *i, queue);
+  }
+  bool changed = co_await release_watches(c.srv, c.me, c.ses);
+  if (dirty) {
+    co_return resp::append_error(text(c), "EXECABORT Transaction discarded because of previous errors.");
+  }
+  if (changed) {
+    c.out.null_array();  // a watched key changed: nothing ran
+    co_return;
+  }
+  resp::append_array_header(text(c), queue.size());
+  c.out.hold(true);
+  c.ses.exec_count = static_cast<std::int64_t>(queue.size());
+  std::vector<std::string_view> args;
+  try {
+    for (const std::vector<std::string>& command : queue) {
+      args.assign(command.begin(), command.end());
+      co_await execute(c.srv, c.me, c.ses, args, c.out);
+      co_await c.out.flush_if_full();
+    }
+  } catch (...) {
+    c.out.hold(false);
+    c.ses.exec_count = -1;
+    throw;
+  }
+  c.out.hold(false);
+  c.ses.exec_count = -1;
+}
+
+task<void> cmd_watch(context& c) {
+  transaction& tx = c.ses.tx;
+  if (tx.active) co_return resp::append_error(text(c), "ERR WATCH inside MULTI is not allowed");
+  std::size_t bytes = 0;
+  for (std::string_view key : c.args.subspan(1)) bytes += key.size();
+  if (tx.watches.size() + c.args.size() - 1 > max_watched || tx.watched_bytes + bytes > max_watched_bytes) {
+    co_return resp::append_error(text(c), "ERR too many watched keys (at most " +
+                                              std::to_string(max_watched) + " keys and " +
+                                              std::to_string(max_watched_bytes >> 20) + " MiB of names)");
+  }
+  int db = c.ses.db;
+  for (std::string_view key : c.args.subspan(1)) {
+    if (std::any_of(tx.watches.begin(), tx.watches.end(),
+                    [&](auto& w) { return w.db == db && w.key == key; }))
+      continue;
+    std::size_t i = shard_of(key, c.srv.count());
+    std::uint64_t version = 0;
+    co_await on_shard(c.srv, c.me, i, [&c, &version, key, i, db] {
+      keyspace& ks = c.srv.shards[i]->db[db];
+      ks.find(key, clock_ms());  // a key already expired is gone before the watch: its erasure is no change
+      version = ks.watch(key);
+    });
+    tx.watches.push_back({i, db, std::string(key), version});
+    tx.watched_bytes += key.size();
+  }
+  resp::append_simple_string(text(c), "OK");
+}
+
+task<void> cmd_unwatch(context& c) {
+  co_await release_watches(c.srv, c.me, c.ses);
+  resp::append_simple_string(text(c), "OK");
+}
+
+}  // namespace kv

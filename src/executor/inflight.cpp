@@ -1,0 +1,140 @@
+// executor/inflight.cpp — the in-flight registry's storage and its snapshot, on the owner thread or
+// fetched from another one.
+#include "uring/inflight.hpp"
+
+#include <time.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+
+#include "executor/executor_state.hpp"
+#include "uring/executor_group.hpp"
+
+namespace uring {
+
+namespace detail {
+
+std::uint32_t coarse_now_ms() noexcept {
+  ::timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+                                    static_cast<std::uint64_t>(ts.tv_nsec) / 1'000'000);
+}
+
+bool op_queue::grow_live() noexcept {
+  const std::uint32_t capacity = live_capacity == 0 ? 64 : live_capacity * 2;
+  if (capacity <= live_capacity) return false;
+  void* grown = std::realloc(static_cast<void*>(live), std::size_t{capacity} * sizeof(operation*));
+  if (grown == nullptr) return false;
+  live = static_cast<operation**>(grown);
+  live_capacity = capacity;
+  return true;
+}
+
+void op_queue::free_live() noexcept {
+  std::free(static_cast<void*>(live));
+  live = nullptr;
+  live_count = live_capacity = 0;
+}
+
+inflight_op describe(const operation& op, std::uint32_t now) {
+  return inflight_op{
+      .kind = op.request.code,
+      .fd = op.request.fd,
+      .direct = op.request.direct,
+      .age = std::chrono::milliseconds(static_cast<std::int32_t>(now - op.since_ms)),
+      .tag = op.label != nullptr ? std::string(op.label) : std::string(),
+      .cancel_requested = op.cancel_sent,
+  };
+}
+
+namespace {
+
+std::vector<inflight_op> snapshot(const op_queue& q) {
+  const std::uint32_t now = coarse_now_ms();
+  std::vector<inflight_op> out;
+  out.reserve(q.live_count);
+  for (std::uint32_t i = 0; i < q.live_count; ++i) out.push_back(describe(*q.live[i], now));
+  return out;
+}
+
+// A snapshot asked for from another thread: the asker may give up (its limit), so what both sides
+// share is owned by both.
+struct snapshot_reply {
+  std::mutex m;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::vector<inflight_op> ops;
+  int error = 0;
+
+  void finish(std::vector<inflight_op> v, int err) {
+    {
+      std::lock_guard lock(m);
+      ops = std::move(v);
+      error = err;
+      done = true;
+    }
+    done_cv.notify_all();
+  }
+};
+
+struct snapshot_node final : remote_node {
+  std::shared_ptr<snapshot_reply> reply;
+  const op_queue* queue;
+
+  snapshot_node(std::shared_ptr<snapshot_reply> r, const op_queue& q) : reply(std::move(r)), queue(&q) {
+    run = [](remote_node* n) noexcept {
+      auto* self = static_cast<snapshot_node*>(n);
+      try {
+        self->reply->finish(snapshot(*self->queue), 0);
+      } catch (const std::bad_alloc&) {
+        self->reply->finish({}, ENOMEM);
+      }
+      delete self;
+    };
+    discard = [](remote_node* n) noexcept {
+      auto* self = static_cast<snapshot_node*>(n);
+      self->reply->finish({}, ESHUTDOWN);
+      delete self;
+    };
+  }
+};
+
+}  // namespace
+}  // namespace detail
+
+std::vector<inflight_op> executor::inflight(std::chrono::milliseconds limit) const {
+  if (detail::executor_core::on_owner_thread(*this)) return detail::snapshot(queue_);
+  auto reply = std::make_shared<detail::snapshot_reply>();
+  auto* node = new detail::snapshot_node(reply, queue_);
+  if (!detail::executor_access::try_post(const_cast<executor&>(*this), *node)) {
+    delete node;
+    throw std::system_error(ESHUTDOWN, std::system_category(),
+                            "executor::inflight: the executor no longer accepts work");
+  }
+  std::unique_lock lock(reply->m);
+  if (!reply->done_cv.wait_for(lock, limit, [&] { return reply->done; }))
+    throw std::system_error(ETIMEDOUT, std::system_category(),
+                            "executor::inflight: the executor's loop did not take the request in time");
+  if (reply->error != 0) throw std::system_error(reply->error, std::system_category(), "executor::inflight");
+  return std::move(reply->ops);
+}
+
+std::vector<std::vector<inflight_op>> executor_group::inflight(std::chrono::milliseconds limit) {
+  std::vector<std::vector<inflight_op>> out;
+  out.reserve(size());
+  for (std::size_t i = 0; i < size(); ++i) out.push_back(at(i).inflight(limit));
+  return out;
+}
+
+std::string to_string(const inflight_op& op) {
+  std::string s = to_string(op.kind);
+  if (op.fd >= 0) s += (op.direct ? " slot=" : " fd=") + std::to_string(op.fd);
+  s += " age=" + std::to_string(op.age.count()) + "ms";
+  if (!op.tag.empty()) s += " tag=\"" + op.tag + "\"";
+  if (op.cancel_requested) s += " cancelling";
+  return s;
+}
+
+}  // namespace uring

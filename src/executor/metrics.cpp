@@ -1,0 +1,78 @@
+// executor/metrics.cpp — the Prometheus text rendering of executor figures.
+#include "uring/metrics.hpp"
+
+#include <cstdint>
+
+#include "uring/op_allowlist.hpp"
+
+namespace uring::metrics {
+
+namespace {
+
+struct counter {
+  const char* name;  // uring_<name>_total
+  const char* help;
+  std::uint64_t executor_stats::*field;
+};
+
+constexpr counter kCounters[] = {
+    {"enters", "io_uring_enter calls (submit, wait, or both)", &executor_stats::enters},
+    {"waits", "enters that waited for a completion", &executor_stats::waits},
+    {"sqes", "operations handed to the kernel", &executor_stats::sqes},
+    {"cqes", "completions reaped", &executor_stats::cqes},
+    {"sq_full_flushes", "early submits: the SQ was full", &executor_stats::sq_full_flushes},
+    {"cq_backlogged", "completions parked while the kernel reported a busy CQ",
+     &executor_stats::cq_backlogged},
+    {"cq_overflows", "reaps that found completions kept aside by the kernel", &executor_stats::cq_overflows},
+    {"registered_ring_fallbacks", "rings whose fd could not be registered",
+     &executor_stats::registered_ring_fallbacks},
+    {"cancels", "cancel requests sent for operations in flight", &executor_stats::cancels},
+    {"messages_sent_by_ring", "hand-offs sent to other executors with MSG_RING",
+     &executor_stats::messages_sent_by_ring},
+    {"messages_received", "MSG_RING hand-offs received", &executor_stats::messages_received},
+    {"busy_poll_hits", "idle turns that found work while busy polling", &executor_stats::busy_poll_hits},
+    {"doorbells", "mailbox wake-ups that came as a CQE", &executor_stats::doorbells},
+    {"raw_messages_sent", "raw messages sent", &executor_stats::raw_messages_sent},
+    {"raw_messages_received", "raw messages received", &executor_stats::raw_messages_received},
+    {"messages_failed", "raw messages the kernel refused after their send completed",
+     &executor_stats::messages_failed},
+};
+
+void family_head(std::string& out, const std::string& name, const char* help, const char* type) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample_line(std::string& out, const std::string& name, std::size_t executor, const char* kind,
+                 std::uint64_t value) {
+  out += name + "{executor=\"" + std::to_string(executor) + "\"";
+  if (kind != nullptr) out += std::string(",kind=\"") + kind + "\"";
+  out += "} " + std::to_string(value) + "\n";
+}
+
+}  // namespace
+
+executor_sample sample_of(const executor& ex) { return {ex.stats(), ex.operations_in_flight()}; }
+
+std::string render(std::span<const executor_sample> executors) {
+  std::string out;
+  for (const counter& c : kCounters) {
+    const std::string name = std::string("uring_") + c.name + "_total";
+    family_head(out, name, c.help, "counter");
+    for (std::size_t i = 0; i < executors.size(); ++i)
+      sample_line(out, name, i, nullptr, executors[i].stats.*c.field);
+  }
+  family_head(out, "uring_operations_started_total", "operations started, by kind", "counter");
+  for (std::size_t i = 0; i < executors.size(); ++i) {
+    for (std::size_t k = 0; k < detail::kOpCodeCount; ++k) {
+      if (executors[i].stats.ops[k] == 0) continue;  // kinds never started are left out, as Prometheus allows
+      sample_line(out, "uring_operations_started_total", i, to_string(op_kind(k)), executors[i].stats.ops[k]);
+    }
+  }
+  family_head(out, "uring_operations_in_flight",
+              "operations awaited whose final completion is not reaped yet", "gauge");
+  for (std::size_t i = 0; i < executors.size(); ++i)
+    sample_line(out, "uring_operations_in_flight", i, nullptr, executors[i].in_flight);
+  return out;
+}
+
+}  // namespace uring::metrics

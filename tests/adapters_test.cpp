@@ -1,0 +1,145 @@
+// The adapters (with_timeout, with_stop_token, .nothrow()) on every backend: on single operations, on
+// sleeps, on whole tasks and on composite operations, with the errors each gives.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <system_error>
+
+#include <uring/uring.hpp>
+
+#include "backends.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using uring::task;
+using uring::test::error_of;
+using uring::test::pipe_pair;
+
+class Adapters : public uring::test::backend_test {};
+
+// Reads the pipe (nobody writes it) and records how the read ended before passing the error on.
+task<std::size_t> read_and_record(int fd, int& seen) {
+  char buf[8];
+  auto r = co_await uring::read(fd, buf).nothrow();
+  seen = r.ok() ? 0 : -r.res;
+  if (!r) uring::throw_errno(-r.res, "read");
+  co_return static_cast<std::size_t>(r.res);
+}
+
+TEST_P(Adapters, ASleepThatEndsWithinItsTimeoutSucceeds) {
+  auto r = run([]() -> task<uring::io_result> {
+    co_await uring::with_timeout(uring::sleep_for(1ms), 10s);  // the throwing form does not throw
+    co_return co_await uring::with_timeout(uring::sleep_for(5ms).nothrow(), 10s);
+  }());
+  EXPECT_EQ(r.res, 0);
+}
+
+TEST_P(Adapters, ASleepThatOutlivesItsTimeoutIsEtimedout) {
+  auto r = run([]() -> task<uring::io_result> {
+    co_return co_await uring::with_timeout(uring::sleep_for(10s), 5ms).nothrow();
+  }());
+  EXPECT_EQ(r.res, -ETIMEDOUT);
+  EXPECT_EQ(error_of([&] {
+              run([]() -> task<void> { co_await uring::with_timeout(uring::sleep_for(10s), 5ms); }());
+            }).value(),
+            ETIMEDOUT);
+}
+
+TEST_P(Adapters, ATaskThatOutlivesItsTimeoutIsStoppedAndThrowsEtimedout) {
+  pipe_pair p;
+  int seen = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    run(uring::with_timeout(read_and_record(p.read_end.get(), seen), 20ms));
+    FAIL() << "expected ETIMEDOUT";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ETIMEDOUT);
+    EXPECT_NE(std::string(e.what()).find("with_timeout"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(seen, ECANCELED);  // the task's own read was cancelled, not left behind
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+TEST_P(Adapters, ATaskThatEndsFirstGivesItsValueAndCancelsTheTimer) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int v = run(uring::with_timeout(
+      []() -> task<int> {
+        co_await uring::sleep_for(1ms);
+        co_return 42;
+      }(),
+      30s));
+  EXPECT_EQ(v, 42);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);  // the timer did not hold the executor
+}
+
+TEST_P(Adapters, ATaskExceptionPassesThroughItsTimeout) {
+  EXPECT_THROW(run(uring::with_timeout(
+                   []() -> task<void> {
+                     co_await uring::nop();
+                     throw std::runtime_error("mine");
+                   }(),
+                   30s)),
+               std::runtime_error);
+}
+
+TEST_P(Adapters, TheAwaitersStopReachesATimedTaskAsEcanceled) {
+  pipe_pair p;
+  int seen = 0;
+  std::stop_source source;
+  int err = error_of([&] {
+              run([&]() -> task<void> {
+                uring::spawn([](std::stop_source& s) -> task<void> {
+                  co_await uring::sleep_for(2ms);
+                  s.request_stop();
+                }(source));
+                co_await uring::with_stop_token(
+                    uring::with_timeout(read_and_record(p.read_end.get(), seen), 30s), source.get_token());
+              }());
+            }).value();
+  EXPECT_EQ(err, ECANCELED);
+  EXPECT_EQ(seen, ECANCELED);
+}
+
+TEST_P(Adapters, AStopTokenGivenToATaskReplacesTheAwaiters) {
+  pipe_pair p;
+  int seen = 0;
+  std::stop_source mine;
+  int err =
+      error_of([&] {
+        run([&]() -> task<void> {
+          uring::spawn([](std::stop_source& s) -> task<void> {
+            co_await uring::sleep_for(2ms);
+            s.request_stop();
+          }(mine));
+          (void)co_await uring::with_stop_token(read_and_record(p.read_end.get(), seen), mine.get_token());
+        }());
+      }).value();
+  EXPECT_EQ(err, ECANCELED);
+  EXPECT_EQ(seen, ECANCELED);
+}
+
+TEST_P(Adapters, ACompositeOperationTakesATimeout) {
+  int err = error_of([&] {
+              run([]() -> task<void> {
+                uring::net::tcp_listener l =
+                    uring::net::tcp_listener::bind(uring::net::address::ip("127.0.0.1", 0));
+                auto client = co_await uring::net::tcp_stream::connect_to(l.local_address());
+                auto server = co_await l.accept();
+                char buf[4];
+                // Two bytes of the four come: read_exactly waits for the rest until its time is up.
+                co_await client.write_all(std::string_view("ab"));
+                co_await uring::with_timeout(server.read_exactly(uring::mutable_buffer(buf, 4)), 20ms);
+              }());
+            }).value();
+  EXPECT_EQ(err, ETIMEDOUT);
+}
+
+INSTANTIATE_BACKENDS(Adapters);
+
+}  // namespace

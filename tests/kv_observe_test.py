@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Seeing inside uring-kv: INFO uring gives each shard's executor figures, which only grow; SIGUSR1 prints
+each executor's operations in flight on stderr and the server keeps serving; SIGTERM then stops it with
+exit status 0.
+
+Usage: kv_observe_test.py URING_KV BACKEND SHARDS
+"""
+
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+from kv_compat_test import Conn, die_with_parent, encode
+
+failures = []
+
+
+def read_until(stream, pattern, count, limit):
+    """stderr text read until `pattern` matched `count` times, or the limit passed."""
+    text = ""
+    deadline = time.monotonic() + limit
+    while len(re.findall(pattern, text)) < count:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([stream], [], [], left)[0]:
+            break
+        chunk = stream.read1(4096).decode(errors="replace")
+        if not chunk:
+            break
+        text += chunk
+    return text
+
+
+def info_uring(c):
+    """INFO uring's fields as {name: int}."""
+    c.send(encode(["INFO", "uring"]))
+    _, text = c.reply()
+    text = text.decode() if isinstance(text, bytes) else str(text)
+    if not text.startswith("# Uring\r\n"):
+        failures.append("INFO uring: %r" % text)
+    return {k: int(v) for k, v in (l.split(":", 1) for l in text.split("\r\n")[1:] if ":" in l)}
+
+
+def main():
+    binary, backend, shards = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    proc = subprocess.Popen([binary, "--port", "0", "--backend", backend, "--threads", str(shards)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=die_with_parent)
+    try:
+        ready = select.select([proc.stdout], [], [], 15)[0]
+        line = proc.stdout.readline().decode() if ready else ""
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
+        if not m:
+            raise SystemExit("FAIL: uring-kv banner: %r" % line)
+        c = Conn(int(m.group(1)))
+        c.send(encode(["PING"]))
+        if c.reply()[0] != b"+PONG\r\n":
+            failures.append("PING before SIGUSR1")
+        first = info_uring(c)
+        second = info_uring(c)
+        for i in range(shards):
+            for name in ("enters", "waits", "sqes", "cqes", "cancels", "operations_in_flight"):
+                if "executor%d_%s" % (i, name) not in first:
+                    failures.append("INFO uring lacks executor%d_%s: %r" % (i, name, first))
+            if not second.get("executor%d_cqes" % i, 0) > first.get("executor%d_cqes" % i, 0):
+                failures.append("executor%d_cqes did not grow: %r then %r" % (i, first, second))
+        proc.send_signal(signal.SIGUSR1)
+        dump = read_until(proc.stderr, r"executor \d+: \d+ operations in flight\n", shards, 30)
+        for i in range(shards):
+            if not re.search(r"uring-kv: executor %d: \d+ operations in flight\n" % i, dump):
+                failures.append("no snapshot of executor %d in %r" % (i, dump))
+        # Each executor at least accepts: a multishot accept (natively) or a readiness wait (emulated).
+        if not re.search(r"uring-kv:   (accept\w*|poll) fd=\d+ age=\d+ms", dump):
+            failures.append("no accept listed in %r" % dump)
+        c.send(encode(["PING"]))
+        if c.reply()[0] != b"+PONG\r\n":
+            failures.append("PING after SIGUSR1")
+        proc.send_signal(signal.SIGTERM)
+        if proc.wait(timeout=30) != 0:
+            failures.append("exit status %d after SIGTERM" % proc.returncode)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        sys.exit(1)
+    print("uring-kv INFO uring and signals (%s, %d shards): ok" % (backend, shards))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""kv_transaction_test.py <uring-kv> <native|emulated> <shards>: uring-kv's own bounds and guarantees for
+MULTI/EXEC/WATCH, which redis-server has no counterpart of (kv_compat_test.py compares the replies).
+
+- The queue bound: the 10001st queued command is an error and EXEC aborts; so are arguments past 16 MiB.
+- The watch bound: past 1024 watched keys per client, WATCH is an error and watches nothing more.
+- With one shard, EXEC is atomic: a transaction INCR c, KEYS * (a reply past the 64 KiB at which a
+  connection writes), INCR c, run while another client floods INCR c, always sees two consecutive numbers.
+- With any number of shards, a transaction on one key is atomic (run in one visit to its shard): INCR,
+  GET, INCRBY of one key amid another client's flood of INCRs see consecutive numbers.
+The server is killed by pid on every exit path; every wait has a deadline.
+"""
+import contextlib
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+from kv_compat_test import Conn, encode, start_kv
+
+failures = []
+
+
+def check(what, cond):
+    if not cond:
+        print("FAIL: " + what, flush=True)
+        failures.append(what)
+
+
+def pipeline(c, commands):
+    """Sends the commands at once and returns their parsed replies."""
+    c.send(b"".join(encode(cmd) for cmd in commands))
+    return [c.reply()[1] for _ in commands]
+
+
+def queue_bound(port):
+    c = Conn(port)
+    got = pipeline(c, [["MULTI"]] + [["PING"]] * 10001 + [["EXEC"]])
+    check("10000 commands queued", all(r == ("+", b"QUEUED") for r in got[1:10001]))
+    check("the 10001st refused: %r" % (got[10001],), "transaction too long" in repr(got[10001]))
+    check("EXEC aborts: %r" % (got[-1],), "EXECABORT" in repr(got[-1]))
+    big = "x" * (1024 * 1024)
+    got = pipeline(c, [["MULTI"]] + [["SET", "k", big]] * 17 + [["EXEC"], ["EXISTS", "k"]])
+    check("16 MiB of arguments refused: %r" % (got[16],), "transaction too long" in repr(got[16]))
+    check("EXEC aborts after the bytes: %r" % (got[-2],), "EXECABORT" in repr(got[-2]))
+    check("nothing ran", got[-1] == 0)
+    c.close()
+
+
+def watch_bound(port):
+    c = Conn(port)
+    got = pipeline(c, [["WATCH"] + ["w%d" % i for i in range(1000)], ["WATCH", "w0", "w1"],
+                       ["WATCH"] + ["v%d" % i for i in range(25)], ["WATCH"] + ["v%d" % i for i in range(24)],
+                       ["MULTI"], ["EXEC"]])
+    check("1000 watched", got[0] == ("+", b"OK") and got[1] == ("+", b"OK"))
+    check("past 1024 refused: %r" % (got[2],), "too many watched keys" in repr(got[2]))
+    check("up to 1024 taken: %r" % (got[3],), got[3] == ("+", b"OK"))
+    check("EXEC runs: %r" % (got[5],), got[5] == [])
+    c.close()
+
+
+@contextlib.contextmanager
+def flooding(port, key):
+    """Another client sends INCR key, 50 at a time, until the block ends (60 s at most)."""
+    stop = threading.Event()
+    flooded = [0]
+
+    def flood():
+        f = Conn(port)
+        until = time.monotonic() + 60
+        while not stop.is_set() and time.monotonic() < until:
+            pipeline(f, [["INCR", key]] * 50)
+            flooded[0] += 50
+        f.close()
+
+    t = threading.Thread(target=flood)
+    t.start()
+    # The block starts once the other client is under way: on a loaded machine the block could otherwise
+    # end before its first batch.
+    started = time.monotonic() + 30
+    while flooded[0] == 0 and t.is_alive() and time.monotonic() < started:
+        time.sleep(0.001)
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join(70)
+    check("the other client ran meanwhile (%d INCRs)" % flooded[0], flooded[0] > 0)
+
+
+def atomic_on_one_shard(port):
+    c = Conn(port)
+    names = [["SET", "key:%06d:%s" % (i, "p" * 20), "1"] for i in range(4000)]
+    pipeline(c, names)  # KEYS * replies about 140 KiB
+    with flooding(port, "c"):
+        for _ in range(40):
+            got = pipeline(c, [["MULTI"], ["INCR", "c"], ["KEYS", "*"], ["INCR", "c"], ["EXEC"]])
+            first, keys, second = got[-1]
+            check("one transaction's INCRs %d and %d are consecutive" % (first, second), second == first + 1)
+            check("KEYS whole", len(keys) >= 4000)
+    c.close()
+
+
+def atomic_on_one_key(port):
+    """Transactions on one key run in one visit to its shard (or on the connection's own): atomic."""
+    with flooding(port, "one"):
+        for _ in range(4):  # connections land on either shard
+            c = Conn(port)
+            for _ in range(20):
+                got = pipeline(c, [["MULTI"], ["INCR", "one"], ["GET", "one"], ["INCRBY", "one", "1"],
+                                   ["EXEC"]])
+                first, read, second = got[-1]
+                check("INCRs %d, GET %r, INCRBY %d consecutive" % (first, read, second),
+                      read == b"%d" % first and second == first + 1)
+            c.close()
+
+
+def main():
+    binary, backend, shards = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    proc, port = start_kv(binary, backend, shards)
+    try:
+        queue_bound(port)
+        watch_bound(port)
+        atomic_on_one_key(port)
+        if shards == 1:
+            atomic_on_one_shard(port)
+    finally:
+        proc.kill()
+        proc.wait()
+    if failures:
+        print("%d failures" % len(failures))
+        sys.exit(1)
+    print("uring-kv transactions (%s, %d shards): ok" % (backend, shards))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+// leased_recv.hpp — the LeasedRecv suite's fixture, shared by the files that test leased receives
+// (leased_recv_test, leased_recv_timeout_test, buffer_pool_test): every backend, plus native with the buffer
+// ring turned off (the one-recv-per-call path).
+//
+// Use: TEST_P(LeasedRecv, ...), then INSTANTIATE_LEASED_RECV(); once in each file.
+#pragma once
+
+#include <vector>
+
+#include <uring/uring.hpp>
+
+#include "backends.hpp"
+
+namespace uring::test {
+
+inline std::vector<backend_config> leased_recv_backends() {
+  return backends_and_native_without(feature::buf_ring, "native_no_buf_ring");
+}
+
+class LeasedRecv : public backend_test {
+ protected:
+  // Whether this configuration's pools should be provided-buffer rings.
+  [[nodiscard]] bool expect_ring() const {
+    const auto& k = probed_kernel();
+    return !emulated() && !options().disable.contains(feature::buf_ring) && k.buf_ring && k.multishot_recv;
+  }
+};
+
+}  // namespace uring::test
+
+#define INSTANTIATE_LEASED_RECV()                                                                          \
+  INSTANTIATE_TEST_SUITE_P(Backends, LeasedRecv, ::testing::ValuesIn(uring::test::leased_recv_backends()), \
+                           [](const auto& test_info) { return test_info.param.name; })
