@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/native/ring_mapping.hpp"
 #include "setup/liburing_compat.hpp"
 #include "setup/setup_error.hpp"
 #include "uring/plan.hpp"
@@ -76,12 +77,12 @@ class scratch_ring {
  public:
   explicit scratch_ring(unsigned setup_flags = 0) {
     params_.flags = setup_flags;
-    error_ = -io_uring_queue_init_params(4, &ring_, &params_);
+    error_ = -detail::init_ring(4, &ring_, &params_);
   }
   scratch_ring(const scratch_ring&) = delete;
   scratch_ring& operator=(const scratch_ring&) = delete;
   ~scratch_ring() {
-    if (ok()) io_uring_queue_exit(&ring_);
+    if (ok()) detail::exit_ring(&ring_);
   }
 
   [[nodiscard]] bool ok() const noexcept { return error_ == 0; }

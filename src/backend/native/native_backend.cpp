@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/native/ring_mapping.hpp"
 #include "ops/op_table.hpp"
 #include "setup/liburing_compat.hpp"
 #include "setup/setup_error.hpp"
@@ -90,7 +91,7 @@ class native_backend final : public backend, public native_ring {
       io_uring_params params{};
       params.flags = IORING_SETUP_CQSIZE | to_kernel(want) | (restricted ? IORING_SETUP_R_DISABLED : 0u);
       params.cq_entries = opts.cq_entries != 0 ? opts.cq_entries : 4 * opts.sq_entries;
-      int r = io_uring_queue_init_params(opts.sq_entries, &ring_, &params);
+      int r = init_ring(opts.sq_entries, &ring_, &params);
       if (r == 0) {
         features_ = params.features;
         break;
@@ -105,7 +106,7 @@ class native_backend final : public backend, public native_ring {
     dropped_ = opts.flags & ~want;  // whatever the plan or the kernel took away
     defer_taskrun_ = any(want & ring_flags::defer_taskrun);
     if (!(features_ & IORING_FEAT_NODROP)) {
-      io_uring_queue_exit(&ring_);
+      exit_ring(&ring_);
       throw std::system_error(
           ENOTSUP, std::system_category(),
           "io_uring: the kernel lacks IORING_FEAT_NODROP (5.5+), so completions could be lost");
@@ -132,7 +133,7 @@ class native_backend final : public backend, public native_ring {
     if (opts.direct_files > 0) {
       // The table of direct descriptors, empty (sparse). Before restricting, as the ring fd.
       if (int r = io_uring_register_files_sparse(&ring_, opts.direct_files); r < 0) {
-        io_uring_queue_exit(&ring_);
+        exit_ring(&ring_);
         const std::string call = "io_uring_register(IORING_REGISTER_FILES2, " +
                                  std::to_string(opts.direct_files) +
                                  " empty slots) for executor_options::direct_files";
@@ -150,7 +151,7 @@ class native_backend final : public backend, public native_ring {
                   .backlog = &backlog_};
   }
 
-  ~native_backend() override { io_uring_queue_exit(&ring_); }
+  ~native_backend() override { exit_ring(&ring_); }
 
   // The ring's restrictions: the kernel opcodes of the allowed operations plus those the executor needs
   // itself, the register operations the library performs after start-up, and the SQE flags it sets.
@@ -210,7 +211,7 @@ class native_backend final : public backend, public native_ring {
   }
 
   [[noreturn]] void fail_setup(int err, const std::string& what) {
-    io_uring_queue_exit(&ring_);  // the constructor throws: no destructor will
+    exit_ring(&ring_);  // the constructor throws: no destructor will
     throw std::system_error(err, std::system_category(), what);
   }
 
