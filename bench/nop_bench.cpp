@@ -6,6 +6,7 @@
 //   emulated        the same coroutines on the emulated backend (no syscall per nop at all: an upper
 //                   bound on the library's own per-operation cost, not a fair race with the kernel)
 //   uring_restricted  `uring` on a ring restricted to nop (executor_options::allowed_ops)
+//   uring_latency     `uring` with executor_options::latency_histograms
 // All rings use the executor's default setup flags, so only the registration and the library differ.
 #include <benchmark/benchmark.h>
 #include <liburing.h>
@@ -53,11 +54,13 @@ void BM_raw_registered(benchmark::State& state) { raw_nops(state, true); }
 
 // `batch` coroutines in lock step: each turn every one of them has one nop in flight, so each enter
 // carries `batch` SQEs. The root drives the benchmark's clock; the others stop when it does.
-void executor_nops(benchmark::State& state, uring::backend_kind backend, bool restricted = false) {
+void executor_nops(benchmark::State& state, uring::backend_kind backend, bool restricted = false,
+                   bool latency = false) {
   const auto batch = static_cast<int>(state.range(0));
   uring::executor::options opts;
   opts.backend = backend;
   if (restricted) opts.allowed_ops = {uring::op_kind::nop};
+  opts.latency_histograms = latency;
   uring::executor ex(opts);
   long total = 0;
   bool done = false;
@@ -99,6 +102,10 @@ void BM_emulated(benchmark::State& state) { executor_nops(state, uring::backend_
 // The same on a ring restricted to nop (executor_options::allowed_ops): the kernel checks every SQE
 // against the list, the executor every operation.
 void BM_uring_restricted(benchmark::State& state) { executor_nops(state, uring::backend_kind::native, true); }
+// With executor_options::latency_histograms: a clock read per turn and per reap, a bucket per NOP.
+void BM_uring_latency(benchmark::State& state) {
+  executor_nops(state, uring::backend_kind::native, false, true);
+}
 
 }  // namespace
 
@@ -107,3 +114,4 @@ BENCHMARK(BM_raw_registered)->Name("nop/raw_registered")->Arg(1)->Arg(32);
 BENCHMARK(BM_uring)->Name("nop/uring")->Arg(1)->Arg(32);
 BENCHMARK(BM_emulated)->Name("nop/emulated")->Arg(1)->Arg(32);
 BENCHMARK(BM_uring_restricted)->Name("nop/uring_restricted")->Arg(1)->Arg(32);
+BENCHMARK(BM_uring_latency)->Name("nop/uring_latency")->Arg(1)->Arg(32);

@@ -95,8 +95,9 @@ struct config {
       "                     (default 5; 0: at once)\n"
       "  --resolve          auto: openat2 beneath --root from the kernel's caches, else a walk (default);\n"
       "                     walk: always one component at a time through the ring\n"
-      "  --metrics-path     serve every executor's counters at this path, Prometheus text format (e.g.\n"
-      "                     /metrics; default: none)\n"
+      "  --metrics-path     serve every executor's counters and histograms (operation latencies\n"
+      "                     included) at this path, Prometheus text format (e.g. /metrics; default:\n"
+      "                     none)\n"
       "GET / -> hello; GET|HEAD /file/NAME -> the regular file NAME under --root. Absolute-form targets\n"
       "(http://host/PATH) are served by their PATH.\n"
       "Files: never outside --root; no symlink is followed (404), dotfiles and dot-directories are 404,\n"
@@ -136,6 +137,7 @@ config parse(int argc, char** argv) {
       c.write_timeout = milliseconds(static_cast<long>(args.number(0.001, 1e6) * 1000));
     } else if (args.flag() == "--metrics-path") {
       c.metrics_path = args.value();
+      c.server.latency_histograms = true;  // the page shows the operations' latencies too
       if (!c.metrics_path.starts_with('/') || c.metrics_path.starts_with("/file/")) {
         std::fprintf(stderr, "uring-http: --metrics-path: '%s' must start with / and not be under /file/\n",
                      c.metrics_path.c_str());

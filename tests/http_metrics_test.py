@@ -28,7 +28,7 @@ def check(what, cond):
 
 def parse(text):
     """{name{labels}: value}, checking every rule of the format on the way."""
-    out, helped, typed, closed, current = {}, set(), {}, set(), None
+    out, helped, typed, closed, current, buckets = {}, set(), {}, set(), None, {}
     check("ends with a newline", text.endswith("\n"))
     for line in text.splitlines():
         if m := HELP.match(line):
@@ -42,8 +42,19 @@ def parse(text):
             current = m.group(1)
             check("family not split: " + line, current not in closed)
             typed[current] = m.group(2)
+            buckets = {}  # a histogram's series: their last le and count
         elif m := SAMPLE.match(line):
-            check("sample in its family: " + line, m.group(1) == current)
+            if typed.get(current) == "histogram":
+                suffix = m.group(1)[len(current):] if m.group(1).startswith(current) else None
+                check("histogram sample in its family: " + line, suffix in ("_bucket", "_sum", "_count"))
+                if suffix == "_bucket":
+                    check_bucket(buckets, m.group(2) or "", float(m.group(3)), line)
+                elif suffix == "_count":
+                    series = (m.group(2) or "").strip("{}")
+                    check("+Inf bucket equals _count: " + line, buckets.get(series, (None, None))[1] ==
+                          float(m.group(3)) and buckets[series][0] == float("inf"))
+            else:
+                check("sample in its family: " + line, m.group(1) == current)
             if typed.get(current) == "counter":
                 check("counter named _total: " + line, current.endswith("_total"))
             key = m.group(1) + (m.group(2) or "")
@@ -52,6 +63,19 @@ def parse(text):
         else:
             check("Prometheus text: %r" % line, False)
     return out
+
+
+def check_bucket(buckets, labels, value, line):
+    """A histogram's buckets: an le label, bounds rising and counts never falling within one series."""
+    m = re.fullmatch(r'\{(.*?),?le="([^"]*)"\}', labels)
+    check("bucket has le: " + line, m is not None)
+    if not m:
+        return
+    series, le = m.group(1), float(m.group(2).replace("+Inf", "inf"))
+    last_le, last_count = buckets.get(series, (float("-inf"), 0.0))
+    check("bucket bounds rise: " + line, le > last_le)
+    check("bucket counts cumulative: " + line, value >= last_count)
+    buckets[series] = (le, value)
 
 
 def curl(*args):
@@ -82,6 +106,11 @@ def main():
         accepts = sum(v for k, v in first.items()
                       if k.startswith("uring_operations_started_total") and re.search(r'kind="(accept\w*|poll)"', k))
         check("accepts counted: %s" % accepts, accepts >= 1)
+        latencies = [k for k in first if k.startswith("uring_operation_latency_microseconds_count")]
+        check("operation latencies served: %s" % latencies, len(latencies) >= 1)
+        for i in (0, 1):
+            check("executor %d histograms" % i,
+                  'uring_cqes_per_reap_bucket{executor="%d",le="+Inf"}' % i in first)
         for _ in range(5):
             curl(url + "/")
         second = parse(curl(url + "/metrics").decode())

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <regex>
 #include <set>
@@ -24,6 +25,30 @@ using uring::task;
 
 class Metrics : public uring::test::backend_test {};
 
+// A histogram family's sample: _bucket (with le; bounds rising and counts never falling within a series),
+// _sum, or _count (equal to the series' +Inf bucket, which comes last).
+void check_histogram_sample(const std::string& name, const std::string& family, const std::string& labels,
+                            double value, std::map<std::string, std::pair<double, double>>& buckets,
+                            const std::string& line) {
+  static const std::regex bucket_labels(R"re(\{(.*),le="([^"]+)"\})re");
+  if (name == family + "_bucket") {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(labels, m, bucket_labels)) << "a bucket without le: " << line;
+    const double le = m[2] == "+Inf" ? HUGE_VAL : std::stod(m[2]);
+    auto [last_le, last_count] = buckets.try_emplace(m[1], -HUGE_VAL, 0.0).first->second;
+    EXPECT_GT(le, last_le) << "bucket bounds fall: " << line;
+    EXPECT_GE(value, last_count) << "bucket counts fall: " << line;
+    buckets[m[1]] = {le, value};
+  } else if (name == family + "_count") {
+    const auto it = buckets.find(labels.substr(1, labels.size() - 2));
+    ASSERT_NE(it, buckets.end()) << "a count before its buckets: " << line;
+    EXPECT_EQ(it->second.first, HUGE_VAL) << "no +Inf bucket: " << line;
+    EXPECT_EQ(it->second.second, value) << "_count is not the +Inf bucket: " << line;
+  } else {
+    EXPECT_EQ(name, family + "_sum") << "a sample outside its family: " << line;
+  }
+}
+
 // Samples by their full name with labels ("uring_cqes_total{executor=\"0\"}"); fails the test on any line
 // the exposition format (0.0.4) does not allow, or a sample before its family's TYPE.
 std::map<std::string, double> parse(const std::string& text) {
@@ -35,6 +60,8 @@ std::map<std::string, double> parse(const std::string& text) {
   std::map<std::string, double> out;
   std::set<std::string> typed, helped, closed;
   std::string current;
+  bool histogram = false;
+  std::map<std::string, std::pair<double, double>> buckets;  // a histogram's series: last le and count
   std::istringstream in(text);
   EXPECT_TRUE(text.empty() || text.back() == '\n') << "the last line ends with a newline";
   for (std::string line; std::getline(in, line);) {
@@ -46,9 +73,16 @@ std::map<std::string, double> parse(const std::string& text) {
       EXPECT_TRUE(helped.contains(m[1])) << "TYPE before HELP: " << line;
       if (!current.empty()) closed.insert(current);
       current = m[1];
+      histogram = m[2] == "histogram";
+      buckets.clear();
       EXPECT_FALSE(closed.contains(current)) << "a family's samples split: " << line;
     } else if (std::regex_match(line, m, sample)) {
-      EXPECT_EQ(m[1].str(), current) << "a sample outside its family: " << line;
+      const std::string name = m[1];
+      if (histogram) {
+        check_histogram_sample(name, current, m[2], std::stod(m[3]), buckets, line);
+      } else {
+        EXPECT_EQ(name, current) << "a sample outside its family: " << line;
+      }
       if (m[1].str().ends_with("_total")) {
         EXPECT_EQ(current.substr(current.size() - 6), "_total");
       }
@@ -114,6 +148,49 @@ TEST(MetricsText, EachExecutorIsLabelledByItsIndex) {
   EXPECT_EQ(samples.at(R"(uring_operations_started_total{executor="1",kind="recv"})"), 2.0);
   EXPECT_FALSE(samples.contains(R"(uring_operations_started_total{executor="0",kind="recv"})"));
   EXPECT_EQ(samples.at(R"(uring_operations_in_flight{executor="1"})"), 3.0);
+}
+
+TEST_P(Metrics, HistogramsAreRenderedWithTheExecutorsCounts) {
+  uring::executor_options o = options();
+  o.latency_histograms = true;
+  uring::executor ex(o);
+  const auto one = ex.run([]() -> task<uring::metrics::executor_sample> {
+    for (int i = 0; i < 10; ++i) co_await uring::nop();
+    co_return uring::metrics::sample_of(*uring::executor::current());
+  }());
+  const std::string text = uring::metrics::render(std::span(&one, 1));
+  const auto samples = parse(text);
+  EXPECT_EQ(samples.at(R"(uring_operation_latency_microseconds_count{executor="0",kind="nop"})"), 10.0)
+      << text;
+  EXPECT_EQ(samples.at(R"(uring_operation_latency_microseconds_bucket{executor="0",kind="nop",le="+Inf"})"),
+            10.0);
+  const auto& h = one.histograms;
+  EXPECT_EQ(samples.at(R"(uring_cqes_per_reap_count{executor="0"})"),
+            static_cast<double>(h.cqes_per_reap.count()));
+  EXPECT_EQ(samples.at(R"(uring_cqes_per_reap_sum{executor="0"})"),
+            static_cast<double>(h.cqes_per_reap.sum()));
+  EXPECT_EQ(samples.at(R"(uring_sqes_per_submit_count{executor="0"})"),
+            static_cast<double>(h.sqes_per_submit.count()));
+  EXPECT_FALSE(samples.contains(R"(uring_operation_latency_microseconds_count{executor="0",kind="send"})"));
+}
+
+TEST(MetricsText, HistogramBucketsAreCumulativeAtPowersOfTwoLessOne) {
+  uring::metrics::executor_sample one;
+  for (std::uint64_t v : {0, 1, 2, 3, 5, 100}) one.histograms.asleep_us.record(v);
+  const auto samples = parse(uring::metrics::render(std::span(&one, 1)));
+  const auto bucket = [&](const char* le) {
+    return samples.at(std::string(R"(uring_asleep_microseconds_bucket{executor="0",le=")") + le + "\"}");
+  };
+  EXPECT_EQ(bucket("0"), 1.0);
+  EXPECT_EQ(bucket("1"), 2.0);
+  EXPECT_EQ(bucket("3"), 4.0);
+  EXPECT_EQ(bucket("7"), 5.0);
+  EXPECT_EQ(bucket("63"), 5.0);
+  EXPECT_EQ(bucket("127"), 6.0);  // the first bound that holds every value: the last before +Inf
+  EXPECT_FALSE(samples.contains(R"(uring_asleep_microseconds_bucket{executor="0",le="255"})"));
+  EXPECT_EQ(bucket("+Inf"), 6.0);
+  EXPECT_EQ(samples.at(R"(uring_asleep_microseconds_sum{executor="0"})"), 111.0);
+  EXPECT_EQ(samples.at(R"(uring_asleep_microseconds_count{executor="0"})"), 6.0);
 }
 
 INSTANTIATE_BACKENDS(Metrics);

@@ -41,6 +41,7 @@
 #include "uring/detail/remote.hpp"
 
 #include "uring/detail/operation.hpp"
+#include "uring/executor_histograms.hpp"
 #include "uring/executor_options.hpp"
 #include "uring/task.hpp"
 
@@ -171,6 +172,10 @@ class executor {
   static executor* current() noexcept { return detail::running_executor(); }
 
   [[nodiscard]] const executor_stats& stats() const noexcept;
+  // A copy of the executor's histograms (uring/executor_histograms.hpp): SQEs per submit, CQEs per reap,
+  // time asleep, and with executor_options::latency_histograms the operations' latencies. Owner thread
+  // (std::logic_error elsewhere: submit_to the executor to read them from another one).
+  [[nodiscard]] executor_histograms histograms() const;
   // Operations awaited on this executor whose final completion has not been reaped yet: queued for the
   // next enter, or held by the kernel (the emulation). The executor's own wake-up read is not counted,
   // so this is 0 whenever every awaited operation (and multishot one) has finished. Owner thread.

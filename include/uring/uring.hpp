@@ -13,6 +13,7 @@
 #include "uring/executor.hpp"
 #include "uring/executor_group.hpp"
 #include "uring/executor_handle.hpp"
+#include "uring/executor_histograms.hpp"
 #include "uring/file.hpp"
 #include "uring/fixed_buffers.hpp"
 #include "uring/fs.hpp"

@@ -58,6 +58,12 @@ void executor::impl::complete_early() {
 }
 
 void executor::impl::reap_and_complete() {
+  const std::uint64_t before = stats.cqes;
+  reap_all();
+  if (stats.cqes != before) histograms.cqes_per_reap.record(stats.cqes - before);
+}
+
+void executor::impl::reap_all() {
   if (!early.empty()) [[unlikely]]
     complete_early();
   constexpr unsigned kBatch = 64;
@@ -88,6 +94,8 @@ void executor::impl::reap_and_complete() {
 // run, leaves it as it found it.
 void executor::impl::dispatch_batch(const detail::completion* batch, unsigned n) {
   stats.cqes += n;
+  if (latency) [[unlikely]]
+    reap_us = fine_now_us();
   detail::op_queue& q = queue;
   if (q.closed) [[unlikely]]
     return dispatch_closed(batch, n);
@@ -111,8 +119,8 @@ void executor::impl::dispatch(detail::op_queue& q, const detail::completion& c) 
   --q.inflight;
   auto* op = reinterpret_cast<detail::operation*>(c.user_data);
   q.delist(*op);
-  if (watch_stalls && op->complete == nullptr) [[unlikely]]
-    note_resumed(op->waiter);
+  if (observing) [[unlikely]]
+    note_final(*op);
   op->finish(res_and_flags);
 }
 
@@ -129,6 +137,8 @@ void executor::impl::dispatch_special(detail::completion c) {
     if (op->multishot) complete_multishot(*op, c);
     return;
   }
+  if (observing) [[unlikely]]
+    note_final(*op);
   op->finish(c.res_and_flags());
 }
 

@@ -41,6 +41,10 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->busy_poll = opts.busy_poll;
   impl_->direct_files = opts.direct_files;
   impl_->stuck_after = opts.stuck_after;
+  if (opts.latency_histograms) {
+    impl_->latency = impl_->observing = true;
+    impl_->histograms.latency_us.resize(detail::kOpCodeCount);
+  }
   impl_->on_stuck = opts.on_stuck;
   if (impl_->plan.backend == backend_kind::native) {
     try {
@@ -77,7 +81,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
     detail::watch_stalls(
         {impl_.get(), &impl_->turns, &impl_->looping, &impl_->sleeping, &impl_->last_resumed},
         opts.stall_after, opts.on_stall);
-    impl_->watch_stalls = true;
+    impl_->watch_stalls = impl_->observing = true;
   }
 }
 

@@ -13,6 +13,7 @@
 //   wakeup.cpp       posts from other threads, the remote queue, waking a sleeping owner
 //   shutdown.cpp     cancelling and draining every operation before frames are freed; group shutdown
 //   eventfd.cpp      the ring's one eventfd slot: registrations, notify_fd() for foreign loops
+//   histograms.cpp   the loop's and the operations' histograms (executor::histograms)
 // Messages between executors (the MSG_RING and mailbox roads) are in messaging/routes.cpp.
 #pragma once
 
@@ -35,6 +36,7 @@
 #include "messaging/message_hub.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/executor.hpp"
+#include "uring/executor_histograms.hpp"
 #include "uring/inflight.hpp"
 #include "uring/spawn.hpp"
 
@@ -83,6 +85,25 @@ struct executor::impl {
   }
   static void on_watchdog_tick(detail::operation* op) noexcept;
   void report_stuck() noexcept;
+
+  // --- Histograms (histograms.cpp). The loop's figures per enter, reap and sleep always; with
+  // latency_histograms (`latency`) the operations' latencies (stamped by op_queue::enlist with the turn's
+  // fine clock, op_queue::now_us) and the time the turn's coroutines ran.
+  executor_histograms histograms;
+  bool latency = false;
+  bool observing = false;          // latency || watch_stalls: one test per final completion
+  std::uint32_t reap_us = 0;       // the fine clock as the batch being dispatched was reaped
+  std::uint64_t counted_sqes = 0;  // stats.sqes when sqes_per_submit last looked
+  static std::uint32_t fine_now_us() noexcept;
+  void start_turn_clock() noexcept {  // each turn, with queue.now_ms
+    if (latency) [[unlikely]]
+      queue.now_us = fine_now_us();
+  }
+  void note_sqes() noexcept {  // after a submit that handed SQEs over
+    histograms.sqes_per_submit.record(stats.sqes - counted_sqes);
+    counted_sqes = stats.sqes;
+  }
+  void note_final(const detail::operation& op) noexcept;  // a final completion, when observing
 
   // --- The stall watchdog (stall_monitor.cpp): the loop's heartbeat, read by the monitor thread. Only
   // written when watch_stalls is set.
@@ -167,15 +188,18 @@ struct executor::impl {
   void submit(bool wait) {
     detail::operation* const list = take_turn();  // first: it fills `early`, which decides the wait
     backend->submit(list, wait && early.empty());
+    if (stats.sqes != counted_sqes) note_sqes();
   }
   // busy_poll: what the turn started goes to the kernel first (the peer may be spinning for it), then the
   // loop watches its CQ, its mailbox and stop() until the window ends. True: work came.
   bool spin_until_work();
   void run_ready();
+  void resume_batch();  // run_ready's resumptions of `resuming`
 
   // completions.cpp. Completes every available completion. During shutdown the completions are only
   // counted: nothing is resumed, because the frames are about to be destroyed.
   void reap_and_complete();
+  void reap_all();  // reap_and_complete, less the count of what it reaped
   // Completes the operations that never reached the backend, as their CQEs would.
   void complete_early();
   void dispatch_batch(const detail::completion* batch, unsigned n);

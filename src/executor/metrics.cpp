@@ -49,9 +49,45 @@ void sample_line(std::string& out, const std::string& name, std::size_t executor
   out += "} " + std::to_string(value) + "\n";
 }
 
+// One histogram's samples: cumulative counts at le = 2^k - 1 (the histogram's buckets split exactly
+// there), up to the first that holds every value, then +Inf, _sum and _count.
+void histogram_lines(std::string& out, const std::string& name, std::size_t executor, const char* kind,
+                     const histogram& h) {
+  std::string labels = "{executor=\"" + std::to_string(executor) + "\"";
+  if (kind != nullptr) labels += std::string(",kind=\"") + kind + "\"";
+  for (unsigned k = 0; k <= histogram::kTopBit; ++k) {
+    const std::uint64_t le = (std::uint64_t{1} << k) - 1;
+    out += name + "_bucket" + labels + ",le=\"" + std::to_string(le) + "\"} " +
+           std::to_string(h.count_at_most(le)) + "\n";
+    if (le >= h.max()) break;
+  }
+  out += name + "_bucket" + labels + ",le=\"+Inf\"} " + std::to_string(h.count()) + "\n";
+  out += name + "_sum" + labels + "} " + std::to_string(h.sum()) + "\n";
+  out += name + "_count" + labels + "} " + std::to_string(h.count()) + "\n";
+}
+
+struct loop_histogram {
+  const char* name;
+  const char* help;
+  histogram executor_histograms::*field;
+};
+
+constexpr loop_histogram kLoopHistograms[] = {
+    {"uring_sqes_per_submit", "SQEs handed to the kernel per turn that handed any",
+     &executor_histograms::sqes_per_submit},
+    {"uring_cqes_per_reap", "completions reaped per turn that reaped any",
+     &executor_histograms::cqes_per_reap},
+    {"uring_asleep_microseconds", "time the loop waited in the kernel with nothing else to run, per sleep",
+     &executor_histograms::asleep_us},
+    {"uring_turn_user_microseconds", "time a turn spent resuming coroutines (latency_histograms)",
+     &executor_histograms::user_us},
+};
+
 }  // namespace
 
-executor_sample sample_of(const executor& ex) { return {ex.stats(), ex.operations_in_flight()}; }
+executor_sample sample_of(const executor& ex) {
+  return {ex.stats(), ex.operations_in_flight(), ex.histograms()};
+}
 
 std::string render(std::span<const executor_sample> executors) {
   std::string out;
@@ -72,6 +108,23 @@ std::string render(std::span<const executor_sample> executors) {
               "operations awaited whose final completion is not reaped yet", "gauge");
   for (std::size_t i = 0; i < executors.size(); ++i)
     sample_line(out, "uring_operations_in_flight", i, nullptr, executors[i].in_flight);
+  for (const loop_histogram& h : kLoopHistograms) {
+    family_head(out, h.name, h.help, "histogram");
+    for (std::size_t i = 0; i < executors.size(); ++i)
+      histogram_lines(out, h.name, i, nullptr, executors[i].histograms.*h.field);
+  }
+  const std::string latency = "uring_operation_latency_microseconds";
+  family_head(out, latency,
+              "time from the turn that started an operation to the reap of its final completion, by kind "
+              "(latency_histograms)",
+              "histogram");
+  for (std::size_t i = 0; i < executors.size(); ++i) {
+    const auto& by_kind = executors[i].histograms.latency_us;
+    for (std::size_t k = 0; k < by_kind.size(); ++k) {
+      if (by_kind[k].count() == 0) continue;  // kinds never completed are left out, as for the counters
+      histogram_lines(out, latency, i, to_string(op_kind(k)), by_kind[k]);
+    }
+  }
   return out;
 }
 

@@ -18,7 +18,9 @@ void executor::impl::submit_and_maybe_sleep() {
   }
   arm_wake();
   sleeping.store(true, std::memory_order_relaxed);
+  const std::uint32_t asleep_from = fine_now_us();  // a sleep costs a syscall: two clock reads are noise
   submit(true);
+  histograms.asleep_us.record(fine_now_us() - asleep_from);
   sleeping.store(false, std::memory_order_relaxed);
 }
 
@@ -59,6 +61,16 @@ void executor::impl::run_ready() {
   if (ready.empty()) return;
   resumed += ready.size();
   resuming.swap(ready);
+  if (latency) [[unlikely]] {
+    const std::uint32_t from = fine_now_us();
+    resume_batch();
+    histograms.user_us.record(fine_now_us() - from);
+    return;
+  }
+  resume_batch();
+}
+
+void executor::impl::resume_batch() {
   if (watch_stalls) [[unlikely]] {
     for (auto h : resuming) {
       note_resumed(h);
@@ -86,6 +98,7 @@ std::size_t executor::poll() {
   } guard;
   std::size_t before = im.stats.cqes + im.resumed;
   im.queue.now_ms = detail::coarse_now_ms();
+  im.start_turn_clock();
   im.run_remote();
   im.run_ready();
   const int notify = im.notify_fd.load(std::memory_order_relaxed);
@@ -145,6 +158,7 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
   try {
     for (;;) {
       im.queue.now_ms = detail::coarse_now_ms();
+      im.start_turn_clock();
       if (im.watch_stalls)
         im.turns.store(im.turns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       im.run_remote();

@@ -105,6 +105,7 @@ struct operation {
   std::uint32_t live_slot = 0;  // its place in the executor's in-flight registry (op_queue::enlist)
   io_request request;
   std::uint32_t since_ms = 0;   // the turn's coarse clock when it started (op_queue::now_ms): its age
+  std::uint32_t since_us = 0;   // the turn's fine clock then, with latency histograms (op_queue::now_us)
   const char* label = nullptr;  // the user's tag (io_awaitable::tag), shown by executor::inflight
 
   // res and cqe_flags, given as the CQE lays them out: one 8-byte word, stored in one go.
@@ -223,6 +224,7 @@ struct op_queue {
   std::uint32_t live_count = 0;
   std::uint32_t live_capacity = 0;
   std::uint32_t now_ms = 0;  // CLOCK_MONOTONIC_COARSE in ms, read once per turn
+  std::uint32_t now_us = 0;  // CLOCK_MONOTONIC in µs, read once per turn with latency histograms, else 0
 
   [[nodiscard]] bool listed(const operation& op) const noexcept {
     return op.live_slot < live_count && live[op.live_slot] == &op;
@@ -232,6 +234,7 @@ struct op_queue {
       return;  // out of memory: the operation runs unlisted
     op.live_slot = live_count;
     op.since_ms = now_ms;
+    op.since_us = now_us;
     op.cancel_sent = false;
     op.reported = false;
     live[live_count++] = &op;
