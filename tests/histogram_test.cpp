@@ -163,6 +163,33 @@ TEST_P(Histograms, AGroupsHistogramsAreTheSumOfItsExecutors) {
   EXPECT_EQ(total.latency(op_kind::nop)->count(), nops_run);
 }
 
+// Hops between two executors that keep latency histograms are timed where they land; a hop from an
+// executor that keeps none carries no time.
+TEST_P(Histograms, HopsBetweenExecutorsAreTimedWhereTheyLand) {
+  constexpr int kHops = 50;
+  for (const bool sender_times : {true, false}) {
+    uring::executor_group g(2, with_latency());
+    uring::executor_options plain = options();
+    uring::executor home(sender_times ? with_latency() : plain);
+    const auto far = home.run([](uring::executor& away, int n) -> task<uring::executor_histograms> {
+      uring::executor& here = *uring::executor::current();
+      for (int i = 0; i < n; ++i) {
+        co_await uring::resume_on(away);
+        co_await uring::resume_on(here);
+      }
+      co_return co_await uring::submit_to(away, [] { return uring::executor::current()->histograms(); });
+    }(g.at(0), kHops));
+    const uring::executor_histograms near = home.histograms();
+    if (sender_times) {
+      // Every hop there, and the submit_to's, landed on the group's executor; every hop back here.
+      EXPECT_GE(far.hop_us.count(), static_cast<std::uint64_t>(kHops) + 1);
+      EXPECT_GE(near.hop_us.count(), static_cast<std::uint64_t>(kHops));
+    } else {
+      EXPECT_EQ(far.hop_us.count(), 0u);  // sent from an executor without a clock of its own
+    }
+  }
+}
+
 TEST_P(Histograms, AreReadOnTheOwnerThreadOnly) {
   uring::executor ex(options());
   std::thread other([&] { EXPECT_THROW((void)ex.histograms(), std::logic_error); });

@@ -266,6 +266,8 @@ struct executor_access {
   // From any thread: like post_remote, but for work that must not be lost; false (nothing posted) once
   // the executor no longer accepts posts.
   static bool try_post(executor& ex, remote_node& node) noexcept;
+  // try_post, keeping the node's sent_us (send's mailbox road).
+  static bool post_node(executor& ex, remote_node& node) noexcept;
   // From a coroutine or code running on an executor (or any thread): hands `node` to `to`, through the
   // kernel (IORING_OP_MSG_RING from this thread's ring, no syscall of its own) where both executors are
   // native and planned for it, else through `to`'s mailbox. False if `to` no longer accepts work.

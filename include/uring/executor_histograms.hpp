@@ -32,6 +32,10 @@ struct executor_histograms {
   // By operation kind (indexed by detail::op_code): microseconds from the turn that started the
   // operation to the reap that delivered its final completion. Empty without latency_histograms.
   std::vector<histogram> latency_us;
+  // Only with latency_histograms, here and on the sender. Per hand-off from another executor (resume_on,
+  // submit_to, a spawn there, a channel's wake-up): microseconds from the sender's turn to the hand-off's
+  // run here.
+  histogram hop_us;
 
   // The latency histogram of `kind`, or nullptr without latency_histograms.
   [[nodiscard]] const histogram* latency(detail::op_code kind) const noexcept {
@@ -45,6 +49,7 @@ struct executor_histograms {
     cqes_per_reap.merge(other.cqes_per_reap);
     asleep_us.merge(other.asleep_us);
     user_us.merge(other.user_us);
+    hop_us.merge(other.hop_us);
     if (latency_us.size() < other.latency_us.size()) latency_us.resize(other.latency_us.size());
     for (std::size_t i = 0; i < other.latency_us.size(); ++i) latency_us[i].merge(other.latency_us[i]);
   }

@@ -8,10 +8,10 @@
 // `uring_operations_started_total{kind="read"}`, and the operations in flight as the gauge
 // `uring_operations_in_flight`; the histograms of executor_histograms as Prometheus histograms
 // (`uring_sqes_per_submit`, `uring_cqes_per_reap`, `uring_asleep_microseconds`,
-// `uring_turn_user_microseconds`, and `uring_operation_latency_microseconds{kind="read"}` for each kind
-// completed), their buckets at le="0", "1", "3", "7", ... (2^k - 1, where the histogram's own buckets
-// split exactly) up to the first that holds every value, then "+Inf"; each sample labelled with its
-// executor's index, executor="0", "1", ...
+// `uring_turn_user_microseconds`, `uring_hop_microseconds`, and
+// `uring_operation_latency_microseconds{kind="read"}` for each kind completed), their buckets at le="0", "1",
+// "3", "7", ... (2^k - 1, where the histogram's own buckets split exactly) up to the first that holds every
+// value, then "+Inf"; each sample labelled with its executor's index, executor="0", "1", ...
 #pragma once
 
 #include <cstddef>

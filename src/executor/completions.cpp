@@ -25,6 +25,8 @@ void executor::impl::on_message_cqe(const detail::completion& c) noexcept {
   } else if (tag == detail::kMessageTag) {
     ++stats.messages_received;
     detail::annotate_acquire(node);
+    if (latency) [[unlikely]]
+      note_hop(*node, reap_us);
     node->res = c.res;
     if (queue.closed && node->discard != nullptr) {
       node->discard(node);

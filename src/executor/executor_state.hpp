@@ -104,6 +104,9 @@ struct executor::impl {
     counted_sqes = stats.sqes;
   }
   void note_final(const detail::operation& op) noexcept;  // a final completion, when observing
+  void note_hop(const detail::remote_node& n, std::uint32_t now) noexcept {  // with latency
+    if (n.sent_us != 0) histograms.hop_us.record(now - n.sent_us);
+  }
 
   // --- The stall watchdog (stall_monitor.cpp): the loop's heartbeat, read by the monitor thread. Only
   // written when watch_stalls is set.

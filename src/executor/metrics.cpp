@@ -81,6 +81,10 @@ constexpr loop_histogram kLoopHistograms[] = {
      &executor_histograms::asleep_us},
     {"uring_turn_user_microseconds", "time a turn spent resuming coroutines (latency_histograms)",
      &executor_histograms::user_us},
+    {"uring_hop_microseconds",
+     "time from another executor's turn that sent a hand-off to its run here "
+     "(latency_histograms on both)",
+     &executor_histograms::hop_us},
 };
 
 }  // namespace

@@ -22,8 +22,12 @@ void executor::impl::arm_wake() {
 }
 
 void executor::impl::run_remote() noexcept {
-  for (detail::remote_node* n = remote.take_all(); n != nullptr;) {
+  detail::remote_node* n = remote.take_all();
+  const std::uint32_t now = latency && n != nullptr ? fine_now_us() : 0;  // after the posts: never before
+  for (; n != nullptr;) {
     detail::remote_node* next = n->next;  // run() may let the poster free the node
+    if (latency) [[unlikely]]
+      note_hop(*n, now);
     if (queue.closed && n->discard != nullptr) {
       n->discard(n);
     } else {
@@ -53,6 +57,7 @@ void executor::stop() noexcept {
 namespace detail {
 
 void executor_access::post_remote(executor& ex, remote_node& node) noexcept {
+  node.sent_us = 0;
   auto& im = *ex.impl_;
   if (im.remote.push(node)) im.wake();
 }
@@ -60,6 +65,11 @@ void executor_access::post_remote(executor& ex, remote_node& node) noexcept {
 void executor_access::drain_remote(executor& ex) noexcept { ex.impl_->run_remote(); }
 
 bool executor_access::try_post(executor& ex, remote_node& node) noexcept {
+  node.sent_us = 0;  // timed only as sent by an executor (send)
+  return post_node(ex, node);
+}
+
+bool executor_access::post_node(executor& ex, remote_node& node) noexcept {
   auto& im = *ex.impl_;
   std::lock_guard lock(im.post_mutex);
   if (im.refusing_posts) return false;

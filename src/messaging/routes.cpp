@@ -28,11 +28,12 @@ int executor_core::ring_route(executor* from, executor& to, remote_node& node) n
 
 bool executor_access::send(executor& to, remote_node& node) noexcept {
   executor* from = running_executor();
+  node.sent_us = from != nullptr ? from->queue_.now_us : 0;  // 0 unless it keeps latency histograms
   const int dest_fd = executor_core::ring_route(from, to, node);
   if (dest_fd == -ESHUTDOWN) return false;
   if (dest_fd < 0) {
     node.target = &to;
-    return executor_access::try_post(to, node);
+    return executor_access::post_node(to, node);
   }
   from->impl_->ring->send_message(dest_fd, reinterpret_cast<std::uint64_t>(&node) | kMessageTag,
                                   reinterpret_cast<std::uint64_t>(&node) | kSendFailedTag);

@@ -19,7 +19,8 @@ namespace uring::detail {
 
 struct remote_node {
   using run_fn = void (*)(remote_node* self) noexcept;
-  remote_node() noexcept : run(nullptr), discard(nullptr), next(nullptr), target(nullptr), res(0) {}
+  remote_node() noexcept
+      : run(nullptr), discard(nullptr), next(nullptr), target(nullptr), res(0), sent_us(0) {}
   // Leaves every field unset: for a node built on a hot path that is mostly never posted (a channel's
   // awaiters, one per value). Its owner sets run and discard before it hands the node over; the queue
   // and the routes set the rest as for any node.
@@ -37,6 +38,9 @@ struct remote_node {
   // The result of the CQE that brought the node by MSG_RING (0 for a plain message; for a direct
   // descriptor sent with IORING_MSG_SEND_FD, the slot it got on this ring).
   std::int32_t res;
+  // The sending executor's turn clock (op_queue::now_us) when an executor sent the node to another one,
+  // for the receiver's hop histogram; 0 when the sender keeps no latency histograms, or a thread posted.
+  std::uint32_t sent_us;
 };
 
 // A node's address travels in a CQE's user_data; its low bits say which kind of CQE it is (nodes are
