@@ -172,8 +172,8 @@ class executor {
   static executor* current() noexcept { return detail::running_executor(); }
 
   [[nodiscard]] const executor_stats& stats() const noexcept;
-  // A copy of the executor's histograms (uring/executor_histograms.hpp): SQEs per submit, CQEs per reap,
-  // time asleep, and with executor_options::latency_histograms the operations' latencies. Owner thread
+  // A copy of the executor's histograms (uring/executor_histograms.hpp): SQEs per submit and CQEs per reap,
+  // and with executor_options::latency_histograms the time asleep and the operations' latencies. Owner thread
   // (std::logic_error elsewhere: submit_to the executor to read them from another one).
   [[nodiscard]] executor_histograms histograms() const;
   // Operations awaited on this executor whose final completion has not been reaped yet: queued for the

@@ -3,10 +3,11 @@
 // Provides: uring::executor_histograms (executor::histograms() returns one; metrics::render exports it).
 // Threads: a copy, taken on the executor's owner thread; read it anywhere.
 //
-// Always kept (each costs the loop a few instructions per turn or sleep, never per operation):
-// SQEs per submit, CQEs per reap, and the time asleep. With executor_options::latency_histograms also the
-// time spent resuming coroutines per turn and each operation's latency by kind: that costs a clock read
-// per turn and per reap, and a bucket increment per operation (bench/README.md, "Observability").
+// Always kept (each costs the loop a few instructions per turn, never per operation): SQEs per submit
+// and CQEs per reap. With executor_options::latency_histograms also everything timed: the time asleep,
+// the time spent resuming coroutines per turn, hops from other executors, and each operation's latency
+// by kind. That costs clock reads per turn, sleep and reap, and a bucket increment per operation
+// (bench/README.md, "Latency histograms").
 #pragma once
 
 #include <cstddef>
@@ -24,10 +25,10 @@ struct executor_histograms {
   histogram sqes_per_submit;
   // Per turn that reaped completions: how many.
   histogram cqes_per_reap;
-  // Per sleep (the loop waited in the kernel with nothing else to run): its length, in microseconds.
+  // Only with executor_options::latency_histograms (empty otherwise), as all below. Per sleep (the loop
+  // waited in the kernel with nothing else to run): its length, in microseconds.
   histogram asleep_us;
-  // Only with executor_options::latency_histograms (empty otherwise). Per turn that resumed coroutines:
-  // the microseconds they ran.
+  // Per turn that resumed coroutines: the microseconds they ran.
   histogram user_us;
   // By operation kind (indexed by detail::op_code): microseconds from the turn that started the
   // operation to the reap that delivered its final completion. Empty without latency_histograms.
