@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Seeing inside uring-kv: INFO uring gives each shard's executor figures, which only grow; SIGUSR1 prints
-each executor's operations in flight on stderr and the server keeps serving; SIGTERM then stops it with
+"""Seeing inside uring-kv: INFO uring gives each shard's executor figures, which only grow, and its
+batching percentiles; SIGUSR1 prints each executor's operations in flight on stderr and the server keeps
+serving; SIGTERM then stops it with
 exit status 0.
 
 Usage: kv_observe_test.py URING_KV BACKEND SHARDS
@@ -65,6 +66,10 @@ def main():
                     failures.append("INFO uring lacks executor%d_%s: %r" % (i, name, first))
             if not second.get("executor%d_cqes" % i, 0) > first.get("executor%d_cqes" % i, 0):
                 failures.append("executor%d_cqes did not grow: %r then %r" % (i, first, second))
+            for h in ("sqes_per_submit", "cqes_per_reap"):
+                p50, p99, top = (second.get("executor%d_%s_%s" % (i, h, q), -1) for q in ("p50", "p99", "max"))
+                if not 1 <= p50 <= p99 <= top:
+                    failures.append("executor%d_%s: p50 %d, p99 %d, max %d" % (i, h, p50, p99, top))
         proc.send_signal(signal.SIGUSR1)
         dump = read_until(proc.stderr, r"executor \d+: \d+ operations in flight\n", shards, 30)
         for i in range(shards):

@@ -1,7 +1,7 @@
 // samples/kv/info.cpp — INFO [section ...]: Redis 7.0's format ("# Section" headers, "name:value" lines, a
 // blank line between sections) for the sections server, clients, memory, stats and keyspace, and uring-kv's
 // own "shards" (keys and keyed commands per shard) and "uring" (each shard's executor: enters, SQEs,
-// CQEs...).
+// CQEs..., and the percentiles of SQEs per submit and CQEs per reap).
 #include <malloc.h>
 #include <unistd.h>
 
@@ -162,6 +162,13 @@ task<void> cmd_info(context& c) {
               line(ex + "_messages_sent_by_ring", st.messages_sent_by_ring) +
               line(ex + "_messages_received", st.messages_received) +
               line(ex + "_operations_in_flight", per[i].executor.in_flight);
+      // How well the loop batches: SQEs per submit and CQEs per reap (uring/executor_histograms.hpp).
+      const uring::executor_histograms& h = per[i].executor.histograms;
+      for (const auto& [name, hist] : {std::pair{"_sqes_per_submit", &h.sqes_per_submit},
+                                       std::pair{"_cqes_per_reap", &h.cqes_per_reap}}) {
+        info += line(ex + name + "_p50", hist->percentile(0.5)) +
+                line(ex + name + "_p99", hist->percentile(0.99)) + line(ex + name + "_max", hist->max());
+      }
     }
   }
   c.out.verbatim(info);
