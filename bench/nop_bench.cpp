@@ -6,7 +6,7 @@
 //   emulated        the same coroutines on the emulated backend (no syscall per nop at all: an upper
 //                   bound on the library's own per-operation cost, not a fair race with the kernel)
 //   uring_restricted  `uring` on a ring restricted to nop (executor_options::allowed_ops)
-//   uring_latency     `uring` with executor_options::latency_histograms
+//   uring_latency     `uring` with executor_options::histograms
 // All rings use the executor's default setup flags, so only the registration and the library differ.
 #include <benchmark/benchmark.h>
 #include <liburing.h>
@@ -60,7 +60,7 @@ void executor_nops(benchmark::State& state, uring::backend_kind backend, bool re
   uring::executor::options opts;
   opts.backend = backend;
   if (restricted) opts.allowed_ops = {uring::op_kind::nop};
-  opts.latency_histograms = latency;
+  opts.histograms = latency;
   uring::executor ex(opts);
   long total = 0;
   bool done = false;
@@ -102,7 +102,7 @@ void BM_emulated(benchmark::State& state) { executor_nops(state, uring::backend_
 // The same on a ring restricted to nop (executor_options::allowed_ops): the kernel checks every SQE
 // against the list, the executor every operation.
 void BM_uring_restricted(benchmark::State& state) { executor_nops(state, uring::backend_kind::native, true); }
-// With executor_options::latency_histograms: a clock read per turn and per reap, a bucket per NOP.
+// With executor_options::histograms: clock reads per turn and per reap, a bucket per NOP.
 void BM_uring_latency(benchmark::State& state) {
   executor_nops(state, uring::backend_kind::native, false, true);
 }

@@ -137,7 +137,7 @@ config parse(int argc, char** argv) {
       c.write_timeout = milliseconds(static_cast<long>(args.number(0.001, 1e6) * 1000));
     } else if (args.flag() == "--metrics-path") {
       c.metrics_path = args.value();
-      c.server.latency_histograms = true;  // the page shows the operations' latencies too
+      c.server.histograms = true;  // the page shows the operations' latencies too
       if (!c.metrics_path.starts_with('/') || c.metrics_path.starts_with("/file/")) {
         std::fprintf(stderr, "uring-http: --metrics-path: '%s' must start with / and not be under /file/\n",
                      c.metrics_path.c_str());

@@ -60,8 +60,8 @@ struct server_flags {
   uring::net::buffer_pool::options pool{};  // the pool's buffers: each sample picks its own
   // How long a drain waits for connections to finish before it ends the rest (worker::abort).
   std::chrono::milliseconds drain_timeout{5000};
-  // executor_options::latency_histograms: operations' latencies for a metrics page.
-  bool latency_histograms = false;
+  // executor_options::histograms: the loop's and the operations' histograms, for a metrics page.
+  bool histograms = false;
 };
 
 // Walks argv: flag() is the current argument, value() and number() consume the one after it; a missing
@@ -370,7 +370,7 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
 
   uring::executor_options opts;
   opts.backend = f.backend;
-  opts.latency_histograms = f.latency_histograms;
+  opts.histograms = f.histograms;
   std::vector<std::unique_ptr<worker>> workers;
   for (int i = 0; i < f.threads; ++i) workers.push_back(std::make_unique<worker>());
   for (auto& w : workers) w->all = &workers;

@@ -88,9 +88,9 @@ TEST(Histogram, CountsAtPowersOfTwoAreExactAndMergingAddsUp) {
 
 class Histograms : public uring::test::backend_test {
  protected:
-  uring::executor_options with_latency() const {
+  uring::executor_options with_histograms() const {
     uring::executor_options o = options();
-    o.latency_histograms = true;
+    o.histograms = true;
     return o;
   }
 };
@@ -99,12 +99,14 @@ task<void> nops(int n) {
   for (int i = 0; i < n; ++i) co_await uring::nop();
 }
 
+task<void> eight_nops_then_a_timer() {
+  co_await uring::when_all(nops(1), nops(1), nops(1), nops(1), nops(1), nops(1), nops(1), nops(1));
+  co_await uring::sleep_for(30ms);
+}
+
 TEST_P(Histograms, TheLoopsFiguresAddUpToItsCounters) {
-  uring::executor ex(options());
-  ex.run([]() -> task<void> {
-    co_await uring::when_all(nops(1), nops(1), nops(1), nops(1), nops(1), nops(1), nops(1), nops(1));
-    co_await uring::sleep_for(30ms);
-  }());
+  uring::executor ex(with_histograms());
+  ex.run(eight_nops_then_a_timer());
   const uring::executor_histograms h = ex.histograms();
   const uring::executor_stats& st = ex.stats();
   // Eight nops started in one turn go to the kernel together, and complete together.
@@ -112,7 +114,14 @@ TEST_P(Histograms, TheLoopsFiguresAddUpToItsCounters) {
   EXPECT_GE(h.cqes_per_reap.max(), 8u);
   EXPECT_EQ(h.cqes_per_reap.sum(), st.cqes);
   EXPECT_EQ(h.sqes_per_submit.sum(), st.sqes);
-  // Without latency_histograms nothing is timed.
+}
+
+TEST_P(Histograms, WithoutTheOptionNothingIsKept) {
+  uring::executor ex(options());
+  ex.run(eight_nops_then_a_timer());
+  const uring::executor_histograms h = ex.histograms();
+  EXPECT_EQ(h.sqes_per_submit.count(), 0u);
+  EXPECT_EQ(h.cqes_per_reap.count(), 0u);
   EXPECT_TRUE(h.latency_us.empty());
   EXPECT_EQ(h.latency(op_kind::nop), nullptr);
   EXPECT_EQ(h.user_us.count(), 0u);
@@ -121,7 +130,7 @@ TEST_P(Histograms, TheLoopsFiguresAddUpToItsCounters) {
 
 TEST_P(Histograms, LatenciesCountEveryOperationByKindAndAtLeastItsWait) {
   uring::test::pipe_pair p;
-  uring::executor ex(with_latency());
+  uring::executor ex(with_histograms());
   ex.run([](int rfd, int wfd) -> task<void> {
     co_await nops(20);
     char buf[3];
@@ -156,7 +165,7 @@ TEST_P(Histograms, AGroupsHistogramsAreTheSumOfItsExecutors) {
   uring::executor_histograms total;
   std::uint64_t nops_run = 0;
   for (int n : {5, 7}) {
-    uring::executor ex(with_latency());
+    uring::executor ex(with_histograms());
     ex.run(nops(n));
     total.merge(ex.histograms());
     nops_run += static_cast<std::uint64_t>(n);
@@ -169,9 +178,9 @@ TEST_P(Histograms, AGroupsHistogramsAreTheSumOfItsExecutors) {
 TEST_P(Histograms, HopsBetweenExecutorsAreTimedWhereTheyLand) {
   constexpr int kHops = 50;
   for (const bool sender_times : {true, false}) {
-    uring::executor_group g(2, with_latency());
+    uring::executor_group g(2, with_histograms());
     uring::executor_options plain = options();
-    uring::executor home(sender_times ? with_latency() : plain);
+    uring::executor home(sender_times ? with_histograms() : plain);
     const auto far = home.run([](uring::executor& away, int n) -> task<uring::executor_histograms> {
       uring::executor& here = *uring::executor::current();
       for (int i = 0; i < n; ++i) {

@@ -152,7 +152,7 @@ TEST(MetricsText, EachExecutorIsLabelledByItsIndex) {
 
 TEST_P(Metrics, HistogramsAreRenderedWithTheExecutorsCounts) {
   uring::executor_options o = options();
-  o.latency_histograms = true;
+  o.histograms = true;
   uring::executor ex(o);
   const auto one = ex.run([]() -> task<uring::metrics::executor_sample> {
     for (int i = 0; i < 10; ++i) co_await uring::nop();

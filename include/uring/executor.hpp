@@ -172,9 +172,9 @@ class executor {
   static executor* current() noexcept { return detail::running_executor(); }
 
   [[nodiscard]] const executor_stats& stats() const noexcept;
-  // A copy of the executor's histograms (uring/executor_histograms.hpp): SQEs per submit and CQEs per reap,
-  // and with executor_options::latency_histograms the time asleep and the operations' latencies. Owner thread
-  // (std::logic_error elsewhere: submit_to the executor to read them from another one).
+  // A copy of the executor's histograms (uring/executor_histograms.hpp), kept with
+  // executor_options::histograms (empty otherwise). Owner thread (std::logic_error elsewhere: submit_to
+  // the executor to read them from another one).
   [[nodiscard]] executor_histograms histograms() const;
   // Operations awaited on this executor whose final completion has not been reaped yet: queued for the
   // next enter, or held by the kernel (the emulation). The executor's own wake-up read is not counted,

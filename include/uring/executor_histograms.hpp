@@ -3,11 +3,10 @@
 // Provides: uring::executor_histograms (executor::histograms() returns one; metrics::render exports it).
 // Threads: a copy, taken on the executor's owner thread; read it anywhere.
 //
-// Always kept (each costs the loop a few instructions per turn, never per operation): SQEs per submit
-// and CQEs per reap. With executor_options::latency_histograms also everything timed: the time asleep,
-// the time spent resuming coroutines per turn, hops from other executors, and each operation's latency
-// by kind. That costs clock reads per turn, sleep and reap, and a bucket increment per operation
-// (bench/README.md, "Latency histograms").
+// Kept only with executor_options::histograms (all empty otherwise): SQEs per submit, CQEs per reap,
+// the time asleep, the time spent resuming coroutines per turn, hops from other executors, and each
+// operation's latency by kind. They cost clock reads per turn, sleep and reap, and a bucket increment per
+// operation (bench/README.md, "Histograms"); off, a test per turn and per completion.
 #pragma once
 
 #include <cstddef>
@@ -25,20 +24,18 @@ struct executor_histograms {
   histogram sqes_per_submit;
   // Per turn that reaped completions: how many.
   histogram cqes_per_reap;
-  // Only with executor_options::latency_histograms (empty otherwise), as all below. Per sleep (the loop
-  // waited in the kernel with nothing else to run): its length, in microseconds.
+  // Per sleep (the loop waited in the kernel with nothing else to run): its length, in microseconds.
   histogram asleep_us;
   // Per turn that resumed coroutines: the microseconds they ran.
   histogram user_us;
   // By operation kind (indexed by detail::op_code): microseconds from the turn that started the
-  // operation to the reap that delivered its final completion. Empty without latency_histograms.
+  // operation to the reap that delivered its final completion. Empty without the option.
   std::vector<histogram> latency_us;
-  // Only with latency_histograms, here and on the sender. Per hand-off from another executor (resume_on,
-  // submit_to, a spawn there, a channel's wake-up): microseconds from the sender's turn to the hand-off's
-  // run here.
+  // Per hand-off from another executor that keeps histograms too (resume_on, submit_to, a spawn there, a
+  // channel's wake-up): microseconds from the sender's turn to the hand-off's run here.
   histogram hop_us;
 
-  // The latency histogram of `kind`, or nullptr without latency_histograms.
+  // The latency histogram of `kind`, or nullptr without the option.
   [[nodiscard]] const histogram* latency(detail::op_code kind) const noexcept {
     const auto i = static_cast<std::size_t>(kind);
     return i < latency_us.size() ? &latency_us[i] : nullptr;

@@ -135,10 +135,11 @@ struct executor_options {
   // spinning counts as running: keep it shorter than this.
   std::chrono::milliseconds stall_after{0};
   std::function<void(const stall_report&)> on_stall;
-  // Latency histograms (executor::histograms, uring/executor_histograms.hpp): each operation's time in
-  // flight by kind, and the time each turn spends resuming coroutines. Off by default: it costs a clock
-  // read per turn and per reap and a bucket increment per operation (bench/README.md, "Observability").
-  bool latency_histograms = false;
+  // Histograms (executor::histograms, uring/executor_histograms.hpp): SQEs per submit, CQEs per reap,
+  // time asleep and running coroutines, hops from other executors, and each operation's latency by kind.
+  // Off by default: they cost clock reads per turn and per reap and a bucket increment per operation
+  // (bench/README.md, "Histograms").
+  bool histograms = false;
 };
 
 }  // namespace uring

@@ -284,6 +284,7 @@ int main(int argc, char** argv) {
   try {
     uring::executor_options opts;
     opts.backend = c.backend;
+    opts.histograms = true;  // INFO uring reports the batching percentiles
     // A group, not independent executors: a forwarded command's coroutine visits other executors, and a
     // group stops them together (no frame freed while another ring still holds one of its operations).
     uring::executor_group group(static_cast<std::size_t>(c.threads), opts);

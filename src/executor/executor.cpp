@@ -41,7 +41,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->busy_poll = opts.busy_poll;
   impl_->direct_files = opts.direct_files;
   impl_->stuck_after = opts.stuck_after;
-  if (opts.latency_histograms) {
+  if (opts.histograms) {
     impl_->latency = impl_->observing = true;
     impl_->histograms.latency_us.resize(detail::kOpCodeCount);
   }

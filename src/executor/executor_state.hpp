@@ -86,8 +86,8 @@ struct executor::impl {
   static void on_watchdog_tick(detail::operation* op) noexcept;
   void report_stuck() noexcept;
 
-  // --- Histograms (histograms.cpp). The loop's figures per enter, reap and sleep always; with
-  // latency_histograms (`latency`) the operations' latencies (stamped by op_queue::enlist with the turn's
+  // --- Histograms (histograms.cpp), with executor_options::histograms (`latency`): the loop's figures per
+  // submit, reap, sleep and turn, and the operations' latencies (stamped by op_queue::enlist with the turn's
   // fine clock, op_queue::now_us) and the time the turn's coroutines ran.
   executor_histograms histograms;
   bool latency = false;
@@ -99,7 +99,8 @@ struct executor::impl {
     if (latency) [[unlikely]]
       queue.now_us = fine_now_us();
   }
-  void note_sqes() noexcept {  // after a submit that handed SQEs over
+  void note_sqes() noexcept {  // after a submit
+    if (stats.sqes == counted_sqes) return;
     histograms.sqes_per_submit.record(stats.sqes - counted_sqes);
     counted_sqes = stats.sqes;
   }
@@ -191,7 +192,8 @@ struct executor::impl {
   void submit(bool wait) {
     detail::operation* const list = take_turn();  // first: it fills `early`, which decides the wait
     backend->submit(list, wait && early.empty());
-    if (stats.sqes != counted_sqes) note_sqes();
+    if (latency) [[unlikely]]
+      note_sqes();
   }
   // busy_poll: what the turn started goes to the kernel first (the peer may be spinning for it), then the
   // loop watches its CQ, its mailbox and stop() until the window ends. True: work came.

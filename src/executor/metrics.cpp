@@ -77,14 +77,12 @@ constexpr loop_histogram kLoopHistograms[] = {
      &executor_histograms::sqes_per_submit},
     {"uring_cqes_per_reap", "completions reaped per turn that reaped any",
      &executor_histograms::cqes_per_reap},
-    {"uring_asleep_microseconds",
-     "time the loop waited in the kernel with nothing else to run, per sleep (latency_histograms)",
+    {"uring_asleep_microseconds", "time the loop waited in the kernel with nothing else to run, per sleep",
      &executor_histograms::asleep_us},
-    {"uring_turn_user_microseconds", "time a turn spent resuming coroutines (latency_histograms)",
-     &executor_histograms::user_us},
+    {"uring_turn_user_microseconds", "time a turn spent resuming coroutines", &executor_histograms::user_us},
     {"uring_hop_microseconds",
      "time from another executor's turn that sent a hand-off to its run here "
-     "(latency_histograms on both)",
+     "(histograms on both)",
      &executor_histograms::hop_us},
 };
 
@@ -120,8 +118,7 @@ std::string render(std::span<const executor_sample> executors) {
   }
   const std::string latency = "uring_operation_latency_microseconds";
   family_head(out, latency,
-              "time from the turn that started an operation to the reap of its final completion, by kind "
-              "(latency_histograms)",
+              "time from the turn that started an operation to the reap of its final completion, by kind",
               "histogram");
   for (std::size_t i = 0; i < executors.size(); ++i) {
     const auto& by_kind = executors[i].histograms.latency_us;
