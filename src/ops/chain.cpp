@@ -8,6 +8,8 @@
 #include <system_error>
 
 #include "uring/chain.hpp"
+
+#include "ops/op_table.hpp"
 #include "uring/plan.hpp"
 
 namespace uring::detail {
@@ -42,34 +44,6 @@ std::uint64_t bytes_asked(const io_request& r) noexcept {
 bool breaks_link(const chain_node& n) noexcept {
   return n.res < 0 || static_cast<std::uint64_t>(n.res) < bytes_asked(n.request);
 }
-
-// The operations whose failure the kernel itself turns into a failed link (it fails the link only where
-// the operation says so: 6.18 runs the step after a failed fsync, statx, mkdirat, unlinkat, renameat,
-// symlinkat, linkat, fallocate, madvise, shutdown or ftruncate). After any other step a chain waits for
-// its completion and judges it before it starts the next.
-constexpr op_set kKernelFailsLink = op_set{}
-                                        .add(op_code::nop)
-                                        .add(op_code::read)
-                                        .add(op_code::write)
-                                        .add(op_code::readv)
-                                        .add(op_code::writev)
-                                        .add(op_code::timeout)
-                                        .add(op_code::poll)
-                                        .add(op_code::openat)
-                                        .add(op_code::close)
-                                        .add(op_code::fadvise)
-                                        .add(op_code::accept)
-                                        .add(op_code::connect)
-                                        .add(op_code::recv)
-                                        .add(op_code::send)
-                                        .add(op_code::recvmsg)
-                                        .add(op_code::sendmsg)
-                                        .add(op_code::socket)
-                                        .add(op_code::splice)
-                                        .add(op_code::read_fixed)
-                                        .add(op_code::write_fixed)
-                                        .add(op_code::send_fixed)
-                                        .add(op_code::send_zc_fixed);
 
 }  // namespace
 
@@ -166,8 +140,7 @@ void chain_base::cancel_chain(operation* first, executor& /*ex*/) noexcept {
 void chain_base::start_run(unsigned first) {
   unsigned last = first;
   if (linked_) {
-    while (last + 1u < count && (link == kLinkHard || kKernelFailsLink.contains(nodes[last].request.code)))
-      ++last;
+    while (last + 1u < count && (link == kLinkHard || op_info(nodes[last].request.code).fails_link)) ++last;
   }
   run_end_ = last;
   for (unsigned i = first; i <= last; ++i) {

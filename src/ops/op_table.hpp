@@ -53,6 +53,11 @@ struct op_row {
   bool fixed_file;
   // op_flags are MSG_* flags: MSG_DONTWAIT means one try that fails EAGAIN rather than a wait.
   bool msg_flags;
+  // The kernel fails the next linked SQE when this one fails (measured on 6.18 for every operation: it
+  // does not after a failed fsync, statx, mkdirat, unlinkat, renameat, symlinkat, linkat, fallocate,
+  // madvise, shutdown or ftruncate, nor bind, listen and the rest set false here). A chain links the
+  // steps after one only where this is true, and otherwise waits for it and judges it (ops/chain.cpp).
+  bool fails_link;
   native_prep_fn native;  // fills the SQE (the caller sets user_data, IOSQE_FIXED_FILE and links)
   emulated_fn emulated;   // null for the emulation classes that need none
 };
@@ -163,155 +168,163 @@ using e = emulation;
 // Fields of io_request that each operation reads (the others are ignored), and what it completes with.
 inline constexpr op_row kOpTable[] = {
     // (no fields). Completes with 0.
-    {op_code::nop, "nop", kop::nop, "5.1", e::backend, true, false, prep_rw, nullptr},
+    {op_code::nop, "nop", kop::nop, "5.1", e::backend, true, false, true, prep_rw, nullptr},
     // fd, addr, len, offset (kCurrentPosition: the file's position, as for pipes). The byte count.
-    {op_code::read, "read", kop::read, "5.6", e::readable, true, false, prep_rw, emulate_rw},
-    {op_code::write, "write", kop::write, "5.6", e::writable, true, false, prep_rw, emulate_rw},
+    {op_code::read, "read", kop::read, "5.6", e::readable, true, false, true, prep_rw, emulate_rw},
+    {op_code::write, "write", kop::write, "5.6", e::writable, true, false, true, prep_rw, emulate_rw},
     // addr = const timespec64*; op_flags: kTimeoutAbsolute. Completes -ETIME when it expires.
-    {op_code::timeout, "timeout", kop::timeout, "5.4", e::backend, true, false, prep_timeout, nullptr},
+    {op_code::timeout, "timeout", kop::timeout, "5.4", e::backend, true, false, true, prep_timeout, nullptr},
     // fd, op_flags = poll mask (POLLIN...). Completes with the ready events.
-    {op_code::poll, "poll", kop::poll_add, "5.1", e::backend, true, false, prep_poll, nullptr},
+    {op_code::poll, "poll", kop::poll_add, "5.1", e::backend, true, false, true, prep_poll, nullptr},
     // fd = dirfd, addr = path, op_flags = open flags, len = mode. Completes with the new fd.
-    {op_code::openat, "openat", kop::openat, "5.6", e::synchronous, true, false, prep_openat, emulate_openat},
+    {op_code::openat, "openat", kop::openat, "5.6", e::synchronous, true, false, true, prep_openat,
+     emulate_openat},
     // fd (direct: the slot to empty).
-    {op_code::close, "close", kop::close, "5.6", e::synchronous, false, false, prep_close, emulate_close},
+    {op_code::close, "close", kop::close, "5.6", e::synchronous, false, false, true, prep_close,
+     emulate_close},
     // fd = dirfd, addr = path, op_flags = AT_* flags, len = mask, aux = struct statx*.
-    {op_code::statx, "statx", kop::statx, "5.6", e::synchronous, true, false, prep_statx, emulate_statx},
+    {op_code::statx, "statx", kop::statx, "5.6", e::synchronous, true, false, false, prep_statx,
+     emulate_statx},
     // fd, op_flags = kFsyncDatasync for fdatasync.
-    {op_code::fsync, "fsync", kop::fsync, "5.1", e::synchronous, true, false, prep_fsync, emulate_fsync},
+    {op_code::fsync, "fsync", kop::fsync, "5.1", e::synchronous, true, false, false, prep_fsync,
+     emulate_fsync},
     // fd, addr = sockaddr* (or null), aux = socklen_t*, op_flags = SOCK_* flags. The new fd.
-    {op_code::accept, "accept", kop::accept, "5.5", e::readable, true, false, prep_accept, emulate_accept},
+    {op_code::accept, "accept", kop::accept, "5.5", e::readable, true, false, true, prep_accept,
+     emulate_accept},
     // As accept; one completion per connection, flagged kCqeMore while more will come.
-    {op_code::accept_multishot, "accept_multishot", kop::accept, "5.19", e::multishot, true, false,
+    {op_code::accept_multishot, "accept_multishot", kop::accept, "5.19", e::multishot, true, false, false,
      prep_accept_multishot, emulate_accept},
     // fd, addr = const sockaddr*, len = its length.
-    {op_code::connect, "connect", kop::connect, "5.5", e::writable, true, false, prep_connect,
+    {op_code::connect, "connect", kop::connect, "5.5", e::writable, true, false, true, prep_connect,
      emulate_connect},
     // fd, addr, len, op_flags = MSG_* flags. The byte count, 0 at end of stream. Sends always carry
     // MSG_NOSIGNAL from the caller: a closed peer is EPIPE, not a signal.
-    {op_code::recv, "recv", kop::recv, "5.6", e::readable, true, true, prep_recv, emulate_recv},
-    {op_code::send, "send", kop::send, "5.6", e::writable, true, true, prep_send, emulate_send},
+    {op_code::recv, "recv", kop::recv, "5.6", e::readable, true, true, true, prep_recv, emulate_recv},
+    {op_code::send, "send", kop::send, "5.6", e::writable, true, true, true, prep_send, emulate_send},
     // fd, addr = msghdr*, op_flags = MSG_* flags.
-    {op_code::recvmsg, "recvmsg", kop::recvmsg, "5.3", e::readable, true, true, prep_recvmsg,
+    {op_code::recvmsg, "recvmsg", kop::recvmsg, "5.3", e::readable, true, true, true, prep_recvmsg,
      emulate_recvmsg},
-    {op_code::sendmsg, "sendmsg", kop::sendmsg, "5.3", e::writable, true, true, prep_sendmsg,
+    {op_code::sendmsg, "sendmsg", kop::sendmsg, "5.3", e::writable, true, true, true, prep_sendmsg,
      emulate_sendmsg},
     // fd, len = SHUT_RD / SHUT_WR / SHUT_RDWR.
-    {op_code::shutdown, "shutdown", kop::shutdown, "5.11", e::synchronous, true, false, prep_shutdown,
+    {op_code::shutdown, "shutdown", kop::shutdown, "5.11", e::synchronous, true, false, false, prep_shutdown,
      emulate_shutdown},
     // fd: cancels every operation in flight on it; completes with how many, or -ENOENT.
-    {op_code::cancel_fd, "cancel_fd", kop::async_cancel, "5.19", e::backend, true, false, prep_cancel_fd,
-     nullptr},
+    {op_code::cancel_fd, "cancel_fd", kop::async_cancel, "5.19", e::backend, true, false, false,
+     prep_cancel_fd, nullptr},
     // fd, op_flags = MSG_* flags, len = buffer group (a provided-buffer ring registered on this ring). One
     // completion per chunk received, flagged kCqeMore while armed, each carrying the buffer it filled
     // (kCqeBuffer, id in the flags' top 16 bits). -ENOBUFS (final) when the group ran dry. aux = kOneChunk:
     // a single recv instead, one chunk (one buffer) at most. The emulation has no provided buffers: the
     // library receives into its own pool there.
-    {op_code::recv_multishot, "recv_multishot", kop::recv, "6.0", e::none, true, false, prep_recv_multishot,
-     nullptr},
+    {op_code::recv_multishot, "recv_multishot", kop::recv, "6.0", e::none, true, false, false,
+     prep_recv_multishot, nullptr},
     // As send, zero-copy: the byte count comes flagged kCqeMore, then a completion flagged kCqeNotif once the
     // kernel no longer reads the buffer. The emulation sends a copy: one completion.
-    {op_code::send_zc, "send_zc", kop::send_zc, "6.0", e::writable, true, true, prep_send_zc,
+    {op_code::send_zc, "send_zc", kop::send_zc, "6.0", e::writable, true, true, false, prep_send_zc,
      emulate_send_zc},
     // fd = the output (a pipe, or a socket fed from a pipe), aux = the input fd, offset = the input's offset
     // (kCurrentPosition for a pipe), len, op_flags = SPLICE_F_* flags. The bytes moved, 0 at the input's
     // end. One side must be a pipe. The input must have data to give (the emulation waits only for the
     // output to take more).
-    {op_code::splice, "splice", kop::splice, "5.7", e::writable, true, false, prep_splice, emulate_splice},
+    {op_code::splice, "splice", kop::splice, "5.7", e::writable, true, false, true, prep_splice,
+     emulate_splice},
     // addr = int* holding an fd: installs a reference to its file in a free slot of the executor's table of
     // direct descriptors (IORING_FILE_INDEX_ALLOC), writes the slot over the fd, and completes with 1.
     // -ENXIO without a table, -ENFILE when it is full.
-    {op_code::install_direct, "install_direct", kop::files_update, "5.19", e::backend, true, false,
+    {op_code::install_direct, "install_direct", kop::files_update, "5.19", e::backend, true, false, false,
      prep_install_direct, nullptr},
     // fd = a direct slot: a new plain fd for its file (O_CLOEXEC).
-    {op_code::plain_fd, "plain_fd", kop::fixed_fd_install, "6.8", e::backend, true, false, prep_plain_fd,
-     nullptr},
+    {op_code::plain_fd, "plain_fd", kop::fixed_fd_install, "6.8", e::backend, true, false, false,
+     prep_plain_fd, nullptr},
     // fd = another ring's fd, aux = one of our direct slots, offset = the user_data of the CQE it posts
     // there: installs the slot's file in a free slot of that ring's table (IORING_MSG_SEND_FD). Completes
     // with that slot. The emulation passes the file through the target's mailbox instead.
-    {op_code::send_direct, "send_direct", kop::msg_ring, "6.0", e::none, false, false, prep_send_direct,
-     nullptr},
+    {op_code::send_direct, "send_direct", kop::msg_ring, "6.0", e::none, false, false, false,
+     prep_send_direct, nullptr},
     // fd: as accept, the new socket put in a free slot of the table of direct descriptors instead of the
     // process's. Completes with the slot; -ENFILE when the table is full or missing (the connection is
     // closed).
-    {op_code::accept_direct, "accept_direct", kop::accept, "5.19", e::readable, true, false,
+    {op_code::accept_direct, "accept_direct", kop::accept, "5.19", e::readable, true, false, false,
      prep_accept_direct, emulate_accept},
     // fd: as accept_multishot, each connection in a free slot. Each completion is a slot; -ENFILE (final)
     // when the table is full or missing.
     {op_code::accept_multishot_direct, "accept_multishot_direct", kop::accept, "5.19", e::multishot, true,
-     false, prep_accept_multishot_direct, emulate_accept},
+     false, false, prep_accept_multishot_direct, emulate_accept},
     // fd, addr = const iovec*, len = their count, offset (kCurrentPosition as for read). The byte count.
-    {op_code::readv, "readv", kop::readv, "5.1", e::readable, true, false, prep_readv, emulate_readv},
-    {op_code::writev, "writev", kop::writev, "5.1", e::writable, true, false, prep_writev, emulate_writev},
+    {op_code::readv, "readv", kop::readv, "5.1", e::readable, true, false, true, prep_readv, emulate_readv},
+    {op_code::writev, "writev", kop::writev, "5.1", e::writable, true, false, true, prep_writev,
+     emulate_writev},
     // fd, op_flags = fallocate(2)'s mode, offset, aux = length.
-    {op_code::fallocate, "fallocate", kop::fallocate, "5.6", e::synchronous, true, false, prep_fallocate,
-     emulate_fallocate},
+    {op_code::fallocate, "fallocate", kop::fallocate, "5.6", e::synchronous, true, false, false,
+     prep_fallocate, emulate_fallocate},
     // fd, offset = the new length.
-    {op_code::ftruncate, "ftruncate", kop::ftruncate, "6.9", e::synchronous, true, false, prep_ftruncate,
-     emulate_ftruncate},
+    {op_code::ftruncate, "ftruncate", kop::ftruncate, "6.9", e::synchronous, true, false, false,
+     prep_ftruncate, emulate_ftruncate},
     // The operations on names take no direct descriptor: the kernel refuses IOSQE_FIXED_FILE for them.
     // fd = dirfd, addr = path, op_flags = 0 or AT_REMOVEDIR.
-    {op_code::unlinkat, "unlinkat", kop::unlinkat, "5.11", e::synchronous, false, false, prep_unlinkat,
+    {op_code::unlinkat, "unlinkat", kop::unlinkat, "5.11", e::synchronous, false, false, false, prep_unlinkat,
      emulate_unlinkat},
     // fd = the old dirfd, addr = the old path, len = the new dirfd, aux = the new path (const char*),
     // op_flags = renameat2(2)'s RENAME_* flags.
-    {op_code::renameat, "renameat", kop::renameat, "5.11", e::synchronous, false, false, prep_renameat,
+    {op_code::renameat, "renameat", kop::renameat, "5.11", e::synchronous, false, false, false, prep_renameat,
      emulate_renameat},
     // fd = dirfd, addr = path, len = mode.
-    {op_code::mkdirat, "mkdirat", kop::mkdirat, "5.15", e::synchronous, false, false, prep_mkdirat,
+    {op_code::mkdirat, "mkdirat", kop::mkdirat, "5.15", e::synchronous, false, false, false, prep_mkdirat,
      emulate_mkdirat},
     // addr = the target, fd = the new link's dirfd, aux = its path (const char*).
-    {op_code::symlinkat, "symlinkat", kop::symlinkat, "5.15", e::synchronous, false, false, prep_symlinkat,
-     emulate_symlinkat},
+    {op_code::symlinkat, "symlinkat", kop::symlinkat, "5.15", e::synchronous, false, false, false,
+     prep_symlinkat, emulate_symlinkat},
     // As renameat; op_flags = linkat(2)'s AT_* flags.
-    {op_code::linkat, "linkat", kop::linkat, "5.15", e::synchronous, false, false, prep_linkat,
+    {op_code::linkat, "linkat", kop::linkat, "5.15", e::synchronous, false, false, false, prep_linkat,
      emulate_linkat},
     // fd, offset, len (0: to the end), op_flags = POSIX_FADV_* advice.
-    {op_code::fadvise, "fadvise", kop::fadvise, "5.6", e::synchronous, true, false, prep_fadvise,
+    {op_code::fadvise, "fadvise", kop::fadvise, "5.6", e::synchronous, true, false, true, prep_fadvise,
      emulate_fadvise},
     // addr, len, op_flags = MADV_* advice (no fd).
-    {op_code::madvise, "madvise", kop::madvise, "5.6", e::synchronous, false, false, prep_madvise,
+    {op_code::madvise, "madvise", kop::madvise, "5.6", e::synchronous, false, false, false, prep_madvise,
      emulate_madvise},
     // fd = the domain (AF_*), op_flags = the type (SOCK_* with SOCK_NONBLOCK / SOCK_CLOEXEC), len = the
     // protocol. The new fd.
-    {op_code::socket, "socket", kop::socket, "5.19", e::synchronous, false, false, prep_socket,
+    {op_code::socket, "socket", kop::socket, "5.19", e::synchronous, false, false, true, prep_socket,
      emulate_socket},
     // As socket, the new socket put in a free slot of the table of direct descriptors (no plain fd).
     // Completes with the slot; -ENFILE when the table is full or missing.
-    {op_code::socket_direct, "socket_direct", kop::socket, "5.19", e::synchronous, false, false,
+    {op_code::socket_direct, "socket_direct", kop::socket, "5.19", e::synchronous, false, false, false,
      prep_socket_direct, emulate_socket},
     // fd, addr = const sockaddr*, len = its length.
-    {op_code::bind, "bind", kop::bind, "6.11", e::synchronous, true, false, prep_bind, emulate_bind},
+    {op_code::bind, "bind", kop::bind, "6.11", e::synchronous, true, false, false, prep_bind, emulate_bind},
     // fd, len = the backlog.
-    {op_code::listen, "listen", kop::listen, "6.11", e::synchronous, true, false, prep_listen,
+    {op_code::listen, "listen", kop::listen, "6.11", e::synchronous, true, false, false, prep_listen,
      emulate_listen},
     // addr = a 32-bit futex word of this process, offset = the value expected there, aux = the bitset
     // mask; fd = FUTEX2_* flags (size u32, private). Completes with 0 once woken, -EAGAIN at once if the
     // word does not hold the value. The emulation keeps the wait in a process-wide list that the
     // library's wakes read (backend/emulated/futex_registry.hpp): a futex cannot be polled.
-    {op_code::futex_wait, "futex_wait", kop::futex_wait, "6.7", e::backend, false, false, prep_futex_wait,
-     nullptr},
+    {op_code::futex_wait, "futex_wait", kop::futex_wait, "6.7", e::backend, false, false, false,
+     prep_futex_wait, nullptr},
     // As futex_wait, offset = how many waiters to wake at most. Completes with how many were woken.
-    {op_code::futex_wake, "futex_wake", kop::futex_wake, "6.7", e::synchronous, false, false, prep_futex_wake,
-     emulate_futex_wake},
+    {op_code::futex_wake, "futex_wake", kop::futex_wake, "6.7", e::synchronous, false, false, false,
+     prep_futex_wake, emulate_futex_wake},
     // fd = the id (a pid, a pidfd, a process group), len = the idtype (P_PID, P_PIDFD, P_ALL, P_PGID),
     // op_flags = waitid(2)'s options (WEXITED, WNOHANG, ...), addr = siginfo_t* (or null). Completes with 0
     // and the siginfo filled as waitid(2) fills it. The emulation waits on a pidfd (emulated_waitid_target).
-    {op_code::waitid, "waitid", kop::waitid, "6.7", e::readable, false, false, prep_waitid, emulate_waitid},
+    {op_code::waitid, "waitid", kop::waitid, "6.7", e::readable, false, false, false, prep_waitid,
+     emulate_waitid},
     // Registered buffers (uring/fixed_buffers.hpp): aux = the buffer's index in the executor's table, and
     // [addr, addr + len) must lie inside that buffer (-EFAULT otherwise, and for an index the table lacks;
     // the emulation keeps the same table and checks the same way before the syscall).
     // fd, addr, len, offset (kCurrentPosition as for read), aux. The byte count.
-    {op_code::read_fixed, "read_fixed", kop::read_fixed, "5.1", e::readable, true, false, prep_read_fixed,
-     emulate_rw_fixed},
-    {op_code::write_fixed, "write_fixed", kop::write_fixed, "5.1", e::writable, true, false, prep_write_fixed,
-     emulate_rw_fixed},
+    {op_code::read_fixed, "read_fixed", kop::read_fixed, "5.1", e::readable, true, false, true,
+     prep_read_fixed, emulate_rw_fixed},
+    {op_code::write_fixed, "write_fixed", kop::write_fixed, "5.1", e::writable, true, false, true,
+     prep_write_fixed, emulate_rw_fixed},
     // As send and send_zc, from a registered buffer (IORING_RECVSEND_FIXED_BUF): fd, addr, len, op_flags =
     // MSG_* flags, aux. send_zc takes one since 6.0; a plain send in no kernel up to 6.18 (EINVAL), so
     // the probe tries it (kernel_features::send_fixed_buf).
-    {op_code::send_fixed, "send_fixed", kop::send, "probe", e::writable, true, true, prep_send_fixed,
+    {op_code::send_fixed, "send_fixed", kop::send, "probe", e::writable, true, true, true, prep_send_fixed,
      emulate_send},
-    {op_code::send_zc_fixed, "send_zc_fixed", kop::send_zc, "6.0", e::writable, true, true,
+    {op_code::send_zc_fixed, "send_zc_fixed", kop::send_zc, "6.0", e::writable, true, true, true,
      prep_send_zc_fixed, emulate_send_zc},
 };
 
