@@ -266,6 +266,9 @@ struct executor_access {
   // From any thread: like post_remote, but for work that must not be lost; false (nothing posted) once
   // the executor no longer accepts posts.
   static bool try_post(executor& ex, remote_node& node) noexcept;
+  // A lone executor refuses posts from its stop's shutdown until the stopped run's frames are all freed
+  // (executor::run's task last); this takes posts again, so that it can be run again.
+  static void reopen_posts(executor& ex) noexcept;
   // try_post, keeping the node's sent_us (send's mailbox road).
   static bool post_node(executor& ex, remote_node& node) noexcept;
   // From a coroutine or code running on an executor (or any thread): hands `node` to `to`, through the
@@ -324,8 +327,12 @@ T executor::run(task<T> t) {
   auto handle = t.release();
   struct frame_guard {
     std::coroutine_handle<typename task<T>::promise_type> h;
-    ~frame_guard() { h.destroy(); }
-  } guard{handle};
+    executor& ex;
+    ~frame_guard() {
+      h.destroy();
+      detail::executor_access::reopen_posts(ex);
+    }
+  } guard{handle, *this};
   if (!run_until_done(handle)) {
     if constexpr (std::is_void_v<T>) {
       return;

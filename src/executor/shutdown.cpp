@@ -20,6 +20,10 @@ void executor::impl::shutdown() noexcept {
     quiesced_final = true;
     frames_pending = true;
   } else {
+    // Refused from before the last drain until the caller's own frame is gone too (run's task, freed
+    // after this returns; executor_access::reopen_posts): a hand-off accepted meanwhile, say a semaphore's
+    // grant to a coroutine in that frame, would stay queued and point into freed memory.
+    refuse_posts();
     quiesce();
     release_frames();
   }

@@ -89,7 +89,13 @@ void executor::impl::resume_batch() {
   resuming.clear();
 }
 
-void executor::run() { run_until_done(nullptr); }
+void executor::run() {
+  struct reopen {
+    executor& ex;
+    ~reopen() { detail::executor_access::reopen_posts(ex); }
+  } guard{*this};
+  run_until_done(nullptr);
+}
 
 std::size_t executor::poll() {
   impl& im = *impl_;
@@ -124,6 +130,7 @@ std::size_t executor::poll() {
   im.submit(false);
   if (im.failure) {
     im.shutdown();
+    detail::executor_access::reopen_posts(*this);  // poll has no frame of its own to wait for
     std::rethrow_exception(std::exchange(im.failure, nullptr));
   }
   // Work left for the next turn keeps the fd readable: coroutines made ready, posts. With DEFER_TASKRUN the

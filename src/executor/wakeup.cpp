@@ -77,6 +77,14 @@ bool executor_access::post_node(executor& ex, remote_node& node) noexcept {
   return true;
 }
 
+void executor_access::reopen_posts(executor& ex) noexcept {
+  auto& im = *ex.impl_;
+  if (im.group_stopping != nullptr || im.quiesced_final) return;  // a group member's refusal is for good
+  std::lock_guard lock(im.post_mutex);
+  im.refusing_posts = false;
+  im.refusing_messages.store(false, std::memory_order_release);
+}
+
 bool executor_access::try_post_home(executor& home, remote_node& node) noexcept {
   return !group_stopping(home) && try_post(home, node);
 }
