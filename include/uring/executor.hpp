@@ -156,7 +156,8 @@ class executor {
   // Runs `fn()` on this executor's thread, soon (the next turn of its loop). Any thread may call it, also
   // one with no executor. Never blocks. An exception escaping fn shuts the executor down and is rethrown
   // from run(), as for a spawned task. Throws std::system_error(ESHUTDOWN) if the executor no longer
-  // accepts work (it is being destroyed, or its executor_group has stopped): nothing is lost silently.
+  // accepts work (it is being destroyed, its executor_group has stopped, or a stopped run() is freeing its
+  // frames: it takes posts again once run() has returned): nothing is lost silently.
   template <class F>
   void post(F&& fn);
 
