@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -69,6 +70,47 @@ TEST_P(Executor, StopCancelsInFlightOperationsAndFreesFrames) {
   };
   ex.run(root());  // task<void>: returns normally when stopped
   EXPECT_EQ(destroyed, 10);
+}
+
+// While a stopped run frees its frames (spawned ones, then its task's), a post could point into them and
+// would outlive them: it is refused. Once run() has returned the executor takes posts again.
+TEST_P(Executor, AStoppedRunRefusesPostsWhileItFreesItsFramesThenTakesThemAgain) {
+  executor ex(options());
+  int refused = 0;
+  int accepted = 0;
+  struct poster {
+    executor& ex;
+    int& refused;
+    int& accepted;
+    ~poster() {
+      try {
+        ex.post([] {});
+        ++accepted;
+      } catch (const std::system_error& e) {
+        if (e.code().value() == ESHUTDOWN) ++refused;
+      }
+    }
+  };
+  auto spawned = [&]() -> task<void> {
+    poster p{ex, refused, accepted};
+    co_await uring::sleep_for(std::chrono::hours(1));
+  };
+  ex.run([&]() -> task<void> {
+    poster p{ex, refused, accepted};
+    uring::spawn(spawned());
+    co_await uring::nop();
+    executor::current()->stop();
+    co_await uring::sleep_for(std::chrono::hours(1));
+  }());
+  EXPECT_EQ(refused, 2);  // the spawned frame's, then the task's
+  EXPECT_EQ(accepted, 0);
+  bool ran = false;
+  ex.post([&] {
+    ran = true;
+    executor::current()->stop();
+  });
+  ex.run();
+  EXPECT_TRUE(ran);
 }
 
 TEST_P(Executor, StoppedRunOfAValueTaskThrowsEcanceled) {
