@@ -42,19 +42,23 @@ void family_head(std::string& out, const std::string& name, const char* help, co
   out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
+// A sample's labels, left open for more: {executor="i" or {executor="i",kind="k".
+std::string open_labels(std::size_t executor, const char* kind) {
+  std::string labels = "{executor=\"" + std::to_string(executor) + "\"";
+  if (kind != nullptr) labels += std::string(",kind=\"") + kind + "\"";
+  return labels;
+}
+
 void sample_line(std::string& out, const std::string& name, std::size_t executor, const char* kind,
                  std::uint64_t value) {
-  out += name + "{executor=\"" + std::to_string(executor) + "\"";
-  if (kind != nullptr) out += std::string(",kind=\"") + kind + "\"";
-  out += "} " + std::to_string(value) + "\n";
+  out += name + open_labels(executor, kind) + "} " + std::to_string(value) + "\n";
 }
 
 // One histogram's samples: cumulative counts at le = 2^k - 1 (the histogram's buckets split exactly
 // there), up to the first that holds every value, then +Inf, _sum and _count.
 void histogram_lines(std::string& out, const std::string& name, std::size_t executor, const char* kind,
                      const histogram& h) {
-  std::string labels = "{executor=\"" + std::to_string(executor) + "\"";
-  if (kind != nullptr) labels += std::string(",kind=\"") + kind + "\"";
+  const std::string labels = open_labels(executor, kind);
   for (unsigned k = 0; k <= histogram::kTopBit; ++k) {
     const std::uint64_t le = (std::uint64_t{1} << k) - 1;
     out += name + "_bucket" + labels + ",le=\"" + std::to_string(le) + "\"} " +
