@@ -25,7 +25,7 @@ void executor::impl::on_message_cqe(const detail::completion& c) noexcept {
   } else if (tag == detail::kMessageTag) {
     ++stats.messages_received;
     detail::annotate_acquire(node);
-    if (latency) [[unlikely]]
+    if (keeping_histograms) [[unlikely]]
       note_hop(*node, reap_us);
     node->res = c.res;
     if (queue.closed && node->discard != nullptr) {
@@ -60,7 +60,7 @@ void executor::impl::complete_early() {
 }
 
 void executor::impl::reap_and_complete() {
-  if (!latency) [[likely]]
+  if (!keeping_histograms) [[likely]]
     return reap_all();
   const std::uint64_t before = stats.cqes;
   reap_all();
@@ -98,7 +98,7 @@ void executor::impl::reap_all() {
 // run, leaves it as it found it.
 void executor::impl::dispatch_batch(const detail::completion* batch, unsigned n) {
   stats.cqes += n;
-  if (latency) [[unlikely]]
+  if (keeping_histograms) [[unlikely]]
     reap_us = fine_now_us();
   detail::op_queue& q = queue;
   if (q.closed) [[unlikely]]

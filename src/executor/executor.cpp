@@ -42,7 +42,7 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->direct_files = opts.direct_files;
   impl_->stuck_after = opts.stuck_after;
   if (opts.histograms) {
-    impl_->latency = impl_->observing = true;
+    impl_->keeping_histograms = impl_->observing = true;
     impl_->histograms.latency_us.resize(detail::kOpCodeCount);
   }
   impl_->on_stuck = opts.on_stuck;

@@ -86,17 +86,17 @@ struct executor::impl {
   static void on_watchdog_tick(detail::operation* op) noexcept;
   void report_stuck() noexcept;
 
-  // --- Histograms (histograms.cpp), with executor_options::histograms (`latency`): the loop's figures per
-  // submit, reap, sleep and turn, and the operations' latencies (stamped by op_queue::enlist with the turn's
-  // fine clock, op_queue::now_us) and the time the turn's coroutines ran.
+  // --- Histograms (histograms.cpp), with executor_options::histograms (`keeping_histograms`): the loop's
+  // figures per submit, reap, sleep and turn, and the operations' latencies (stamped by op_queue::enlist with
+  // the turn's fine clock, op_queue::now_us) and the time the turn's coroutines ran.
   executor_histograms histograms;
-  bool latency = false;
-  bool observing = false;          // latency || watch_stalls: one test per final completion
+  bool keeping_histograms = false;
+  bool observing = false;          // keeping_histograms || watch_stalls: one test per final completion
   std::uint32_t reap_us = 0;       // the fine clock as the batch being dispatched was reaped
   std::uint64_t counted_sqes = 0;  // stats.sqes when sqes_per_submit last looked
   static std::uint32_t fine_now_us() noexcept;
   void start_turn_clock() noexcept {  // each turn, with queue.now_ms
-    if (latency) [[unlikely]]
+    if (keeping_histograms) [[unlikely]]
       queue.now_us = fine_now_us();
   }
   void note_sqes() noexcept {  // after a submit
@@ -105,7 +105,7 @@ struct executor::impl {
     counted_sqes = stats.sqes;
   }
   void note_final(const detail::operation& op) noexcept;  // a final completion, when observing
-  void note_hop(const detail::remote_node& n, std::uint32_t now) noexcept {  // with latency
+  void note_hop(const detail::remote_node& n, std::uint32_t now) noexcept {  // when keeping histograms
     if (n.sent_us != 0) histograms.hop_us.record(now - n.sent_us);
   }
 
@@ -192,7 +192,7 @@ struct executor::impl {
   void submit(bool wait) {
     detail::operation* const list = take_turn();  // first: it fills `early`, which decides the wait
     backend->submit(list, wait && early.empty());
-    if (latency) [[unlikely]]
+    if (keeping_histograms) [[unlikely]]
       note_sqes();
   }
   // busy_poll: what the turn started goes to the kernel first (the peer may be spinning for it), then the

@@ -14,7 +14,7 @@ std::uint32_t executor::impl::fine_now_us() noexcept {
 
 void executor::impl::note_final(const detail::operation& op) noexcept {
   if (watch_stalls && op.complete == nullptr) note_resumed(op.waiter);
-  if (!latency) return;
+  if (!keeping_histograms) return;
   // The fine clock's 32 bits wrap every 71 minutes: an operation older than an hour is timed by the
   // coarse clock instead.
   constexpr std::uint32_t kHourMs = 3'600'000;

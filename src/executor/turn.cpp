@@ -18,7 +18,7 @@ void executor::impl::submit_and_maybe_sleep() {
   }
   arm_wake();
   sleeping.store(true, std::memory_order_relaxed);
-  if (latency) [[unlikely]] {
+  if (keeping_histograms) [[unlikely]] {
     const std::uint32_t asleep_from = fine_now_us();
     submit(true);
     histograms.asleep_us.record(fine_now_us() - asleep_from);
@@ -67,7 +67,7 @@ void executor::impl::run_ready() {
   if (ready.empty()) return;
   resumed += ready.size();
   resuming.swap(ready);
-  if (latency) [[unlikely]] {
+  if (keeping_histograms) [[unlikely]] {
     const std::uint32_t from = fine_now_us();
     resume_batch();
     histograms.user_us.record(fine_now_us() - from);

@@ -23,10 +23,11 @@ void executor::impl::arm_wake() {
 
 void executor::impl::run_remote() noexcept {
   detail::remote_node* n = remote.take_all();
-  const std::uint32_t now = latency && n != nullptr ? fine_now_us() : 0;  // after the posts: never before
+  const std::uint32_t now =
+      keeping_histograms && n != nullptr ? fine_now_us() : 0;  // after the posts: never before
   for (; n != nullptr;) {
     detail::remote_node* next = n->next;  // run() may let the poster free the node
-    if (latency) [[unlikely]]
+    if (keeping_histograms) [[unlikely]]
       note_hop(*n, now);
     if (queue.closed && n->discard != nullptr) {
       n->discard(n);
