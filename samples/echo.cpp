@@ -108,8 +108,8 @@ task<void> serve_connection(tcp_stream s, sample::worker* w, std::chrono::millis
         break;
       }
       // A peer that stops reading is idle too: the write gets the same limit.
-      co_await s.write_all(std::span(buf.data(), static_cast<std::size_t>(r.res)),
-                           idle.count() > 0 ? idle : uring::net::no_timeout, w->abort.get_token());
+      co_await sample::bounded(s.write_all(std::span(buf.data(), static_cast<std::size_t>(r.res))), idle,
+                               w->abort.get_token());
     }
   } catch (const std::system_error&) {
     // The peer went away in the middle of an echo: nothing to tell it.
@@ -135,7 +135,7 @@ task<void> serve_leased(tcp_stream s, sample::worker* w, std::chrono::millisecon
         report_unexpected(r.res);
         break;
       }
-      co_await s.write_all(r.buffer, idle.count() > 0 ? idle : uring::net::no_timeout, w->abort.get_token());
+      co_await sample::bounded(s.write_all(r.buffer), idle, w->abort.get_token());
     }
   } catch (const std::system_error&) {
     // The peer went away in the middle of an echo: nothing to tell it.

@@ -211,8 +211,8 @@ task<void> flush(const config& c, connection& conn, bool more = false) {
     co_await pause_receiving(conn);
   }
   if (conn.out.empty()) co_return;
-  co_await conn.s.write_all(std::span(conn.out.data(), conn.out.size()), c.write_timeout,
-                            conn.w.abort.get_token());  // a drain's deadline ends it
+  co_await sample::bounded(conn.s.write_all(std::span(conn.out.data(), conn.out.size())), c.write_timeout,
+                           conn.w.abort.get_token());  // a drain's deadline ends it
   conn.out.clear();
 }
 
@@ -314,7 +314,7 @@ task<bool> answer(const config& c, connection& conn, const uring::http::request&
 // With `pool`, the rest is read by leased receives (a stream that receives with a pool does not mix in
 // read_some).
 task<void> answer_and_close(tcp_stream& s, std::string_view answer, uring::net::buffer_pool* pool) {
-  co_await s.write_all(std::span(answer.data(), answer.size()), milliseconds(1000));
+  co_await uring::with_timeout(s.write_all(std::span(answer.data(), answer.size())), milliseconds(1000));
   co_await s.shutdown().nothrow();
   std::array<char, 4096> sink;
   auto until = std::chrono::steady_clock::now() + milliseconds(1000);

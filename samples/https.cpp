@@ -121,7 +121,7 @@ void answer(const uring::http::request& req, std::string& out) {
 // Handshake, then requests answered in order until the client closes, breaks a rule or times out. The
 // drain ends the wait for the next request; its deadline (abort) ends everything else.
 task<void> serve(tls_stream& s, sample::worker& w, const config& c) {
-  co_await s.handshake(c.handshake_timeout, w.abort.get_token());
+  co_await sample::bounded(s.handshake(), c.handshake_timeout, w.abort.get_token());
   uring::http::request_parser parser(uring::http::limits{.max_body = 16 * 1024});
   std::string out;
   auto deadline = std::chrono::steady_clock::now() + c.header_timeout;  // for the whole of the next request
@@ -137,7 +137,7 @@ task<void> serve(tls_stream& s, sample::worker& w, const config& c) {
       }
     }
     if (!out.empty()) {
-      co_await s.write_all(out, c.write_timeout, w.abort.get_token());
+      co_await sample::bounded(s.write_all(out), c.write_timeout, w.abort.get_token());
       out.clear();
       deadline = std::chrono::steady_clock::now() + c.header_timeout;
     }
@@ -148,7 +148,9 @@ task<void> serve(tls_stream& s, sample::worker& w, const config& c) {
     try {
       auto left =
           std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration(1));
-      n = co_await s.read_some(std::span(room.data(), room.size()), left, w.drain.get_token());
+      n = co_await sample::bounded(s.read_some(std::span(room.data(), room.size())),
+                                   std::chrono::duration_cast<std::chrono::nanoseconds>(left),
+                                   w.drain.get_token());
     } catch (const std::system_error& e) {
       if (e.code() != std::errc::timed_out && e.code() != std::errc::operation_canceled) throw;
       failed = true;
@@ -157,12 +159,12 @@ task<void> serve(tls_stream& s, sample::worker& w, const config& c) {
     if (failed && parser.buffered() > 0) {
       // Part of a request, and not the rest in time: say so before closing.
       uring::http::append_response(out, 408, {}, "request timeout\n", false);
-      co_await s.write_all(out, milliseconds(1000), w.abort.get_token());
+      co_await sample::bounded(s.write_all(out), milliseconds(1000), w.abort.get_token());
     }
     if (failed) break;  // idle too long, or the drain: close_notify
     if (n == 0) break;  // close_notify
   }
-  co_await s.shutdown(milliseconds(1000), w.abort.get_token());
+  co_await sample::bounded(s.shutdown(), milliseconds(1000), w.abort.get_token());
 }
 
 task<void> serve_connection(tcp_stream sock, sample::worker* w, const config* c) {

@@ -192,6 +192,14 @@ class input_ends_at_drain {
   std::stop_callback<shut> callback_;
 };
 
+// `work` within `limit` (zero: no limit), stopped by `stop` in place of the awaiting task's token: a
+// connection's timed step (a write a slow reader must not hold forever), cut off by the drain's abort.
+template <class T>
+uring::task<T> bounded(uring::task<T> work, std::chrono::nanoseconds limit, std::stop_token stop) {
+  if (limit.count() > 0) work = uring::with_timeout(std::move(work), limit);
+  return uring::with_stop_token(std::move(work), std::move(stop));
+}
+
 namespace detail {
 
 // Serves a connection handed over by the accepting thread, on the target worker's thread.

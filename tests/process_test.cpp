@@ -133,7 +133,7 @@ TEST_P(Process, ReadAllStopsAtItsLimit) {
 TEST_P(Process, ATimedOutWaitLeavesTheChildKillableAndReaped) {
   run([]() -> task<void> {
     auto p = endless_cat();
-    EXPECT_EQ(co_await what_of(uring::with_timeout(p.wait(), 20ms)), "with_timeout: Connection timed out");
+    EXPECT_EQ(co_await what_of(uring::with_timeout(p.wait(), 20ms)), "waitid: Connection timed out");
     EXPECT_FALSE(p.status());
     EXPECT_GE(p.pidfd(), 0);
     EXPECT_EQ(children_left(), "a running child");

@@ -102,14 +102,14 @@ TEST_P(Net, ReadsTimeOut) {
     EXPECT_EQ(r.res, -ETIMEDOUT);
     auto code = std::error_code();
     try {
-      co_await server.read_exactly(buf, 20ms);
+      co_await uring::with_timeout(server.read_exactly(buf), 20ms);
     } catch (const std::system_error& e) {
       code = e.code();
     }
     EXPECT_EQ(code, std::errc::timed_out);
     // The socket still works afterwards.
     co_await client.write_all(std::string_view("late"));
-    co_await server.read_exactly(std::span(buf, 4), 5s);
+    co_await uring::with_timeout(server.read_exactly(std::span(buf, 4)), 5s);
     EXPECT_EQ(std::string(buf, 4), "late");
   }(listener));
 }
@@ -127,7 +127,7 @@ TEST_P(Net, ConnectTimesOut) {
       if (r.res == -ETIMEDOUT) {
         std::error_code code;
         try {
-          (void)co_await tcp_stream::connect_to(to, 50ms);
+          (void)co_await uring::with_timeout(tcp_stream::connect_to(to), 50ms);
         } catch (const std::system_error& e) {
           code = e.code();
         }

@@ -174,7 +174,7 @@ TEST_P(Tls, PeerClosingMidRecordIsTruncation) {
     co_await close_after_raw(&s, std::string("\x17\x03\x03\x00\x40", 5) + std::string(10, 'x'));
     std::array<char, 64> buf;
     try {
-      co_await c.read_some(buf, kStep);
+      co_await step(c.read_some(buf));
       ADD_FAILURE() << "read_some succeeded";
     } catch (const std::system_error& e) {
       EXPECT_EQ(e.code(), tls_errc::truncated) << e.what();
@@ -188,15 +188,15 @@ TEST_P(Tls, CloseWithoutCloseNotifyIsTruncationButCloseNotifyIsEnd) {
   auto client = client_context();
   run([&]() -> task<void> {
     auto [s, c] = co_await established(&server, &client);
-    co_await s.write_all(std::string("whole"), kStep);
+    co_await step(s.write_all(std::string("whole")));
     co_await close_after_raw(&s, "");
     std::string got(5, '\0');
-    co_await c.read_exactly(got, kStep);
+    co_await step(c.read_exactly(got));
     EXPECT_EQ(got, "whole");
     std::array<char, 16> buf;
     std::error_code code;
     try {
-      co_await c.read_some(buf, kStep);
+      co_await step(c.read_some(buf));
     } catch (const std::system_error& e) {
       code = e.code();
     }
@@ -204,10 +204,10 @@ TEST_P(Tls, CloseWithoutCloseNotifyIsTruncationButCloseNotifyIsEnd) {
   }());
   run([&]() -> task<void> {
     auto [s, c] = co_await established(&server, &client);
-    co_await s.shutdown(kStep);
+    co_await step(s.shutdown());
     std::array<char, 16> buf;
-    EXPECT_EQ(co_await c.read_some(buf, kStep), 0U);
-    EXPECT_EQ(co_await c.read_some(buf, kStep), 0U);  // and at every call after
+    EXPECT_EQ(co_await step(c.read_some(buf)), 0U);
+    EXPECT_EQ(co_await step(c.read_some(buf)), 0U);  // and at every call after
   }());
 }
 
@@ -219,14 +219,14 @@ TEST_P(Tls, ReadThatTimedOutCanBeRetried) {
     std::array<char, 16> buf;
     std::error_code code;
     try {
-      co_await c.read_some(buf, 100ms);
+      co_await uring::with_timeout(c.read_some(buf), 100ms);
     } catch (const std::system_error& e) {
       code = e.code();
     }
     EXPECT_EQ(code, std::errc::timed_out);
-    co_await s.write_all(std::string("late"), kStep);
+    co_await step(s.write_all(std::string("late")));
     std::string got(4, '\0');
-    co_await c.read_exactly(got, kStep);
+    co_await step(c.read_exactly(got));
     EXPECT_EQ(got, "late");
   }());
 }
@@ -238,7 +238,7 @@ TEST_P(Tls, SecondReadAtOnceIsRefused) {
     auto [s, c] = co_await established(&server, &client);
     std::array<char, 16> a, b;
     auto reader = [](tls_stream* t, std::array<char, 16>* buf) -> task<std::size_t> {
-      co_return co_await t->read_some(*buf, kStep);
+      co_return co_await step(t->read_some(*buf));
     };
     bool refused = false;
     try {
@@ -258,13 +258,13 @@ TEST_P(Tls, ReadAndWriteAtOnce) {
   run([&]() -> task<void> {
     auto [s, c] = co_await established(&server, &client);
     auto writer = [](tls_stream* t, const std::string* data) -> task<void> {
-      co_await t->write_all(*data, kStep);
-      co_await t->shutdown(kStep);
+      co_await step(t->write_all(*data));
+      co_await step(t->shutdown());
     };
     auto reader = [](tls_stream* t) -> task<std::string> {
       std::string back;
       std::array<char, 16384> buf;
-      for (std::size_t n; (n = co_await t->read_some(buf, kStep)) != 0;) back.append(buf.data(), n);
+      for (std::size_t n; (n = co_await step(t->read_some(buf))) != 0;) back.append(buf.data(), n);
       co_return back;
     };
     auto [echoed, sent, back] =
@@ -279,10 +279,10 @@ TEST_P(Tls, WriteAfterShutdownFails) {
   auto client = client_context();
   run([&]() -> task<void> {
     auto [s, c] = co_await established(&server, &client);
-    co_await c.shutdown(kStep);
+    co_await step(c.shutdown());
     std::error_code code;
     try {
-      co_await c.write_all(std::string("late"), kStep);
+      co_await step(c.write_all(std::string("late")));
     } catch (const std::system_error& e) {
       code = e.code();
     }
@@ -294,7 +294,7 @@ TEST_P(Tls, HandshakeNeverFinishedTimesOut) {
   auto server = server_context(test_pki::get().server);
   run([&]() -> task<void> {
     auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
-    tcp_stream silent = co_await tcp_stream::connect_to(listener.local_address(), kStep);
+    tcp_stream silent = co_await step(tcp_stream::connect_to(listener.local_address()));
     co_await silent.write_all(std::string("\x16\x03\x01", 3));  // the start of a ClientHello, no more
     const auto start = std::chrono::steady_clock::now();
     side s = co_await accept_one(&listener, &server, 300ms);
@@ -314,7 +314,7 @@ TEST_P(Tls, GarbageInsteadOfClientHelloFails) {
   for (const std::string& input : inputs) {
     run([&]() -> task<void> {
       auto listener = tcp_listener::bind(address::parse("127.0.0.1:0"));
-      tcp_stream peer = co_await tcp_stream::connect_to(listener.local_address(), kStep);
+      tcp_stream peer = co_await step(tcp_stream::connect_to(listener.local_address()));
       co_await peer.write_all(input);
       side s = co_await accept_one(&listener, &server);
       EXPECT_EQ(s.code(), tls_errc::protocol) << s.what();
@@ -337,7 +337,7 @@ TEST_P(Tls, ManyConcurrentConnections) {
       std::vector<task<std::size_t>> echoes;
       for (tls_stream& s : streams) {
         echoes.push_back([](tls_stream* t) -> task<std::size_t> {
-          co_await t->handshake(kStep);
+          co_await step(t->handshake());
           co_return co_await echo_until_closed(t);
         }(&s));
       }

@@ -31,6 +31,11 @@ using uring::tls::tls_stream;
 
 // Generous: a loaded 2-core machine under ASan still finishes a handshake well within it.
 constexpr auto kStep = 20s;
+// A step of a test's TLS exchange, bounded so that a broken peer fails the test instead of hanging it.
+template <class T>
+task<T> step(task<T> t) {
+  return uring::with_timeout(std::move(t), kStep);
+}
 
 // One end of a connection after its handshake: the stream, or what stopped it.
 struct side {
@@ -78,7 +83,7 @@ inline task<side> accept_one(const tcp_listener* l, const tls_context* ctx,
   side out;
   try {
     tls_stream s = tls_stream::server(*ctx, co_await l->accept());
-    co_await s.handshake(timeout);
+    co_await uring::with_timeout(s.handshake(), timeout);
     out.stream.emplace(std::move(s));
   } catch (...) {
     out.error = std::current_exception();
@@ -89,8 +94,8 @@ inline task<side> accept_one(const tcp_listener* l, const tls_context* ctx,
 inline task<side> connect_one(address peer, const tls_context* ctx, std::string host) {
   side out;
   try {
-    tls_stream s = tls_stream::client(*ctx, co_await tcp_stream::connect_to(peer, kStep), std::move(host));
-    co_await s.handshake(kStep);
+    tls_stream s = tls_stream::client(*ctx, co_await step(tcp_stream::connect_to(peer)), std::move(host));
+    co_await step(s.handshake());
     out.stream.emplace(std::move(s));
   } catch (...) {
     out.error = std::current_exception();
@@ -121,23 +126,23 @@ inline task<std::size_t> echo_until_closed(tls_stream* s) {
   std::array<char, 4096> buf;
   std::size_t total = 0;
   for (;;) {
-    std::size_t n = co_await s->read_some(buf, kStep);
+    std::size_t n = co_await step(s->read_some(buf));
     if (n == 0) break;
-    co_await s->write_all(std::string_view(buf.data(), n), kStep);
+    co_await step(s->write_all(std::string_view(buf.data(), n)));
     total += n;
   }
-  co_await s->shutdown(kStep);
+  co_await step(s->shutdown());
   co_return total;
 }
 
 // Sends `payload`, reads it back, sends close_notify and expects the peer's.
 inline task<std::string> round_trip(tls_stream* s, std::string payload) {
-  co_await s->write_all(payload, kStep);
+  co_await step(s->write_all(payload));
   std::string back(payload.size(), '\0');
-  co_await s->read_exactly(back, kStep);
-  co_await s->shutdown(kStep);
+  co_await step(s->read_exactly(back));
+  co_await step(s->shutdown());
   std::array<char, 16> tail;
-  if (co_await s->read_some(tail, kStep) != 0) throw std::runtime_error("data after the echo");
+  if (co_await step(s->read_some(tail)) != 0) throw std::runtime_error("data after the echo");
   co_return back;
 }
 

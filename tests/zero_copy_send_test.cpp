@@ -150,7 +150,7 @@ TEST_P(ZeroCopySend, LargeWriteAllTimesOutAndStops) {
     std::string what;
     std::error_code code;
     try {
-      co_await client.write_all(big, std::chrono::milliseconds(50));
+      co_await uring::with_timeout(client.write_all(big), std::chrono::milliseconds(50));
     } catch (const std::system_error& e) {
       code = e.code();
       what = e.what();
@@ -169,7 +169,7 @@ TEST_P(ZeroCopySend, LargeWriteAllTimesOutAndStops) {
     };
     auto writer = [](const tcp_stream* c, const std::string* b, std::stop_token t) -> task<std::error_code> {
       try {
-        co_await c->write_all(*b, uring::net::no_timeout, t);
+        co_await uring::with_stop_token(c->write_all(*b), t);
       } catch (const std::system_error& e) {
         co_return e.code();
       }

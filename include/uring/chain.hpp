@@ -69,6 +69,8 @@ struct chain_base {
   std::uint8_t link = kLinkNext;  // or kLinkHard
   bool timed = false;             // with_timeout: `limit` bounds the whole chain
   timespec64 limit;
+  // The task's deadline bounds the chain where it comes before `limit`.
+  void bound_by(const deadline& d) noexcept;
   std::stop_token token;  // with_stop_token's; else the awaiting coroutine's
 
   // Starts the steps; false if the chain ended at once (a stop already requested, or a step the
@@ -118,6 +120,8 @@ class [[nodiscard]] chain_awaitable : chain_base {
   bool await_suspend(std::coroutine_handle<Promise> h) {
     std::stop_token inherited;
     if constexpr (has_stop_token<Promise>) inherited = h.promise().stop_token();
+    if (const deadline* d = deadline_of(h.promise())) [[unlikely]]
+      bound_by(*d);
     nodes = nodes_.data();
     std::apply([n = nodes](auto&... s) { bind_all(n, std::index_sequence_for<Steps...>{}, s...); }, steps_);
     return start(executor_access::current("chain"), h, inherited);

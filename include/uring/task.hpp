@@ -21,6 +21,8 @@
 #include <utility>
 #include <variant>
 
+#include "uring/detail/deadline.hpp"
+
 namespace uring {
 
 template <class T = void>
@@ -47,10 +49,15 @@ class task_promise_base {
   // its awaiter's when it is awaited, so a stop request reaches a whole chain of tasks.
   [[nodiscard]] const std::stop_token& stop_token() const noexcept { return stop_token_; }
   void set_stop_token(std::stop_token t) noexcept { stop_token_ = std::move(t); }
+  // The time limit operations awaited in this task live under (uring/detail/deadline.hpp; null: none).
+  // Passed on like the stop token: a task awaited takes the earlier of its own and its awaiter's.
+  [[nodiscard]] detail::deadline* deadline() const noexcept { return deadline_; }
+  void set_deadline(detail::deadline* d) noexcept { deadline_ = d; }
 
  private:
   std::coroutine_handle<> continuation_ = std::noop_coroutine();
   std::stop_token stop_token_;
+  detail::deadline* deadline_ = nullptr;
 };
 
 template <class T>
@@ -138,6 +145,7 @@ class [[nodiscard]] task {
         if (!mine.stop_token().stop_possible() && caller.promise().stop_token().stop_possible()) {
           mine.set_stop_token(caller.promise().stop_token());
         }
+        mine.set_deadline(detail::deadline::earlier(mine.deadline(), detail::deadline_of(caller.promise())));
       }
       handle_.promise().set_continuation(caller);
       return handle_;

@@ -73,7 +73,7 @@ task<void> discard_input(tcp_stream& s, std::size_t budget, milliseconds time) {
 // request unread would reset the connection and could destroy the error).
 task<void> refuse(tcp_stream& s) {
   constexpr std::string_view error = "-ERR max number of clients reached\r\n";
-  co_await s.write_all(std::span(error.data(), error.size()), milliseconds(1000));
+  co_await uring::with_timeout(s.write_all(std::span(error.data(), error.size())), milliseconds(1000));
   co_await s.shutdown().nothrow();
   co_await discard_input(s, 64 * 1024, milliseconds(1000));
 }

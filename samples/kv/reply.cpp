@@ -2,6 +2,7 @@
 #include "reply.hpp"
 
 #include <uring/resp/parser.hpp>
+#include <uring/task_adapters.hpp>
 
 #include <algorithm>
 
@@ -59,7 +60,7 @@ uring::task<void> reply::flush() {
 uring::task<void> reply::write(std::string_view bytes) {
   for (std::size_t at = 0; at < bytes.size(); at += write_piece) {
     std::string_view piece = bytes.substr(at, std::min(write_piece, bytes.size() - at));
-    co_await stream_->write_all(std::span(piece.data(), piece.size()), limits_->stall);
+    co_await uring::with_timeout(stream_->write_all(std::span(piece.data(), piece.size())), limits_->stall);
   }
 }
 

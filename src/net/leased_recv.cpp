@@ -329,12 +329,6 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   }
 };
 
-std::int64_t monotonic_ns() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 }  // namespace uring::detail
 
 namespace uring::net {

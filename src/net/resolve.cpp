@@ -136,6 +136,7 @@ class lookup_awaiter : private detail::remote_node {
   bool await_suspend(std::coroutine_handle<Promise> h) {
     h_ = h;
     home_ = &detail::executor_access::current("resolve");
+    follow_.follow(h.promise());  // the task's stop token, and its deadline's (may allocate)
     run = [](remote_node* n) noexcept { static_cast<lookup_awaiter*>(n)->h_.resume(); };
     discard = [](remote_node*) noexcept {};  // the executor shuts down: it frees the frame, unresumed
     {
@@ -143,10 +144,7 @@ class lookup_awaiter : private detail::remote_node {
       if (l_->done) return false;
       l_->waiter = this;
     }
-    if constexpr (requires { h.promise().stop_token(); }) {
-      const std::stop_token& token = h.promise().stop_token();
-      if (token.stop_possible()) stop_.emplace(token, on_stop{this});  // may run at once
-    }
+    if (!follow_.empty()) stop_.emplace(follow_.token(), on_stop{this});  // may run at once
     return true;
   }
   void await_resume() {
@@ -178,6 +176,7 @@ class lookup_awaiter : private detail::remote_node {
   std::shared_ptr<lookup> l_;
   std::coroutine_handle<> h_;
   executor* home_ = nullptr;
+  detail::wait_stop follow_;
   std::optional<std::stop_callback<on_stop>> stop_;
   bool stopped_ = false;
 };

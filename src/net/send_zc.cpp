@@ -142,7 +142,7 @@ void send_zc_awaitable::on_complete(operation* self) noexcept {
 
 namespace uring::detail {
 
-zc_step::zc_step(int fd, const_buffer buf, std::int64_t deadline) noexcept : deadline_ns(deadline) {
+zc_step::zc_step(int fd, const_buffer buf) noexcept {
   complete = &on_complete;
   multishot = true;  // two completions, both seen (also during a shutdown)
   request = {.code = op_code::send_zc,
@@ -196,10 +196,10 @@ bool state_ready(const zc_step& /*s*/) noexcept { return false; }
 
 void state_cancel(zc_step& s, std::uint64_t /*wait*/) noexcept { s.interrupt(ECANCELED); }
 
-executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h,
-                        std::int64_t /*deadline*/) {
+executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h, std::int64_t deadline) {
   executor& ex = executor_access::current("write_all");
   s->ex = &ex;
+  s->deadline_ns = deadline;
   s->waiter = h;
   s->self = s;
   executor_access::submit(ex, *s);

@@ -13,7 +13,6 @@
 #include <string>
 #include <system_error>
 
-#include "net/limits.hpp"
 #include "net/zc_step.hpp"
 #include "uring/owned_fd.hpp"
 
@@ -28,22 +27,17 @@ constexpr std::size_t kZeroCopyThreshold = 64 * 1024;
 
 tcp_stream tcp_stream::open(int family) { return tcp_stream(open_fd(family, SOCK_STREAM)); }
 
-task<tcp_stream> tcp_stream::connect_to(address peer, std::chrono::nanoseconds timeout,
-                                        std::stop_token stop) {
+task<tcp_stream> tcp_stream::connect_to(address peer) {
   tcp_stream s = open(peer.family());
-  limits lim(timeout, std::move(stop));
-  io_result r = co_await lim.await(s.connect(peer).nothrow());
-  if (!r) throw_errno(-r.res, "connect");
+  co_await s.connect(peer);
   co_return s;
 }
 
-task<void> tcp_stream::read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout,
-                                    std::stop_token stop) const {
-  limits lim(timeout, std::move(stop));
+task<void> tcp_stream::read_exactly(mutable_buffer buf) const {
   auto* p = static_cast<std::byte*>(buf.data());
   std::size_t done = 0;
   while (done < buf.size()) {
-    io_result r = co_await lim.await(read_some(mutable_buffer(p + done, buf.size() - done)).nothrow());
+    io_result r = co_await read_some(mutable_buffer(p + done, buf.size() - done)).nothrow();
     if (!r) throw_errno(-r.res, "read_exactly");
     if (r.res == 0) {
       throw std::system_error(ENODATA, std::system_category(),
@@ -54,25 +48,20 @@ task<void> tcp_stream::read_exactly(mutable_buffer buf, std::chrono::nanoseconds
   }
 }
 
-task<void> tcp_stream::write_all(const_buffer buf, std::chrono::nanoseconds timeout,
-                                 std::stop_token stop) const {
-  limits lim(timeout, std::move(stop));
+task<void> tcp_stream::write_all(const_buffer buf) const {
   const auto* p = static_cast<const std::byte*>(buf.data());
   std::size_t done = 0;
   if (buf.size() >= kZeroCopyThreshold &&
       detail::executor_core::zero_copy_send(detail::executor_access::current("write_all"))) {
-    const std::int64_t deadline = lim.timed() ? detail::monotonic_ns() + lim.left().count() : 0;
     while (done < buf.size()) {
-      io_result r =
-          co_await detail::send_zc_step(fd(), const_buffer(p + done, buf.size() - done),
-                                        deadline == 0 ? 0 : std::max<std::int64_t>(deadline, 1), lim.stop());
+      io_result r = co_await detail::send_zc_step(fd(), const_buffer(p + done, buf.size() - done));
       if (r.res == -EOPNOTSUPP) break;  // a socket without zero-copy (unix-domain): the rest by copy
       if (!r) throw_errno(-r.res, "write_all");
       done += static_cast<std::size_t>(r.res);
     }
   }
   while (done < buf.size()) {
-    io_result r = co_await lim.await(write_some(const_buffer(p + done, buf.size() - done)).nothrow());
+    io_result r = co_await write_some(const_buffer(p + done, buf.size() - done)).nothrow();
     if (!r) throw_errno(-r.res, "write_all");
     done += static_cast<std::size_t>(r.res);
   }

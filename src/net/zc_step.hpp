@@ -4,12 +4,12 @@
 // coroutine's executor; a stop request may come from any thread.
 //
 // tcp_stream::send_zc (detail::send_zc_awaitable) lives in the coroutine frame and cannot be cancelled. The
-// step write_all needs has write_all's limits: a deadline (a timer of its own: a linked timeout ends with
-// the send's first completion, and the wait for the notification can last as long as the peer does not
-// read) and a stop token; see zc_step::interrupt for what they do. A stop from another thread is posted to
-// the owner, where it may run after the step has finished, so the step is kept by shared_ptr and the posted
-// cancel holds it weakly (detail::state_awaitable). One allocation per step is nothing next to the >= 16 KiB
-// it sends.
+// step write_all needs follows the awaiting task's limits: its deadline (a timer of its own: a linked timeout
+// ends with the send's first completion, and the wait for the notification can last as long as the peer does
+// not read) and its stop token; see zc_step::interrupt for what they do. A stop from another thread is posted
+// to the owner, where it may run after the step has finished, so the step is kept by shared_ptr and the
+// posted cancel holds it weakly (detail::state_awaitable). One allocation per step is nothing next to the >=
+// 16 KiB it sends.
 #pragma once
 
 #include <coroutine>
@@ -37,7 +37,7 @@ struct zc_timer final : operation {
 };
 
 struct zc_step final : operation, std::enable_shared_from_this<zc_step> {
-  zc_step(int fd, const_buffer buf, std::int64_t deadline_ns) noexcept;
+  zc_step(int fd, const_buffer buf) noexcept;
   executor* ex = nullptr;
   std::int64_t deadline_ns = 0;  // CLOCK_MONOTONIC, 0: none
   std::int32_t sent = 0;         // the count, once it came (the notification is still to come)
@@ -58,7 +58,8 @@ bool state_ready(const zc_step& s) noexcept;
 // A step is one send, awaited once: every stop names that one wait.
 void state_cancel(zc_step& s, std::uint64_t wait) noexcept;
 inline std::uint64_t state_wait(const zc_step& /*s*/) noexcept { return 0; }
-// The step's time limit is write_all's own (its timer): the awaitable's deadline is not used.
+// `deadline` (the task's) arms the step's own timer: a linked timeout would end with the send's first
+// completion.
 executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle<> h, std::int64_t deadline);
 // The bytes sent, or -errno: -ETIMEDOUT, -ECANCELED, -EOPNOTSUPP (the socket refuses zero-copy:
 // unix-domain), ...
@@ -68,11 +69,10 @@ using zc_step_awaitable = state_awaitable<zc_step, io_result>;
 
 bool zc_completion(operation& op, std::int32_t& sent) noexcept;  // send_zc.cpp
 
-// Sends up to buf.size() bytes of `fd` by IORING_OP_SEND_ZC (MSG_NOSIGNAL), by `deadline_ns`
-// (CLOCK_MONOTONIC; 0: none), unless `stop` is requested; resumes once the kernel has let go of the buffer.
-inline zc_step_awaitable send_zc_step(int fd, const_buffer buf, std::int64_t deadline_ns,
-                                      std::stop_token stop) {
-  return {std::make_shared<zc_step>(fd, buf, deadline_ns), std::move(stop)};
+// Sends up to buf.size() bytes of `fd` by IORING_OP_SEND_ZC (MSG_NOSIGNAL), by the awaiting task's
+// deadline, unless its stop token is stopped; resumes once the kernel has let go of the buffer.
+inline zc_step_awaitable send_zc_step(int fd, const_buffer buf) {
+  return {std::make_shared<zc_step>(fd, buf), std::stop_token{}};
 }
 
 }  // namespace uring::detail

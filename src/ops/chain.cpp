@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <system_error>
@@ -83,6 +84,13 @@ bool chain_base::start(executor& ex, std::coroutine_handle<> waiter, const std::
     canceller_->arm(nodes[0], ex);  // may run at once
   }
   return true;
+}
+
+void chain_base::bound_by(const deadline& d) noexcept {
+  const std::int64_t left = std::max<std::int64_t>(d.at_ns() - monotonic_ns(), 0);
+  if (timed && limit.tv_sec * 1'000'000'000 + limit.tv_nsec <= left) return;
+  timed = true;
+  limit = {left / 1'000'000'000, left % 1'000'000'000};
 }
 
 void chain_base::end() noexcept {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <coroutine>
 #include <stdexcept>
 #include <string>
@@ -15,10 +16,10 @@
 #include <utility>
 
 #include "context_state.hpp"
-#include "net/limits.hpp"
 #include "openssl_error.hpp"
 #include "uring/error.hpp"
 #include "uring/executor.hpp"
+#include "uring/task_adapters.hpp"
 
 namespace uring::tls {
 
@@ -138,7 +139,7 @@ struct tls_stream::state {
   // Sends every ciphertext byte OpenSSL has produced, straight from the pair's buffer. If the other side
   // is sending already, its loop takes these bytes too: `need_room` then waits for it to end (OpenSSL
   // asked for room in the pair), else returns at once.
-  task<void> flush(const net::limits& lim, const char* what, bool need_room = false) {
+  task<void> flush(const char* what, bool need_room = false) {
     if (flushing) {
       if (need_room) co_await flush_ended{this};
       co_return;
@@ -148,8 +149,7 @@ struct tls_stream::state {
       char* p = nullptr;
       int n = BIO_nread0(network, &p);
       if (n <= 0) co_return;
-      io_result r =
-          co_await lim.await(socket.write_some(const_buffer(p, static_cast<std::size_t>(n))).nothrow());
+      io_result r = co_await socket.write_some(const_buffer(p, static_cast<std::size_t>(n))).nothrow();
       if (!r) throw_errno(-r.res, what);
       BIO_nread(network, &p, r.res);
     }
@@ -157,13 +157,12 @@ struct tls_stream::state {
 
   // Receives ciphertext straight into the pair's buffer. The end of the stream here is a truncation: a
   // close_notify would have ended the read before another receive.
-  task<void> fill(const net::limits& lim, const char* what) {
+  task<void> fill(const char* what) {
     if (!reading) detail::throw_tls_text(tls_errc::protocol, std::string(what) + ": a write needs the peer");
     char* p = nullptr;
     int room = BIO_nwrite0(network, &p);
     if (room <= 0) detail::throw_tls_text(tls_errc::protocol, std::string(what) + ": record buffer full");
-    io_result r =
-        co_await lim.await(socket.read_some(mutable_buffer(p, static_cast<std::size_t>(room))).nothrow());
+    io_result r = co_await socket.read_some(mutable_buffer(p, static_cast<std::size_t>(room))).nothrow();
     if (!r) throw_errno(-r.res, what);
     if (r.res == 0) {
       detail::throw_tls_text(tls_errc::truncated,
@@ -172,17 +171,9 @@ struct tls_stream::state {
     BIO_nwrite(network, &p, r.res);
   }
 
-  // The alert sent on the way out of a failure gets at most a second (and no more than the call has left):
-  // a peer that stops reading must not hold the error back.
-  static net::limits alert_limits(const net::limits& lim) {
-    auto cap = std::chrono::nanoseconds(std::chrono::seconds(1));
-    if (lim.timed()) cap = std::clamp(lim.left(), std::chrono::nanoseconds(1), cap);
-    return net::limits(cap, lim.stop());
-  }
-
   // Calls OpenSSL until `k` is done, moving ciphertext between it and the socket. Yields the bytes read or
   // written (0 for a read that met close_notify).
-  task<std::size_t> drive(const net::limits& lim, const char* what, step k, void* data, std::size_t len) {
+  task<std::size_t> drive(const char* what, step k, void* data, std::size_t len) {
     for (;;) {
       std::size_t moved = 0;
       int err = call(k, data, len, moved);
@@ -190,12 +181,14 @@ struct tls_stream::state {
         tls_errc code{};
         std::string text = describe(what, err, code);
         try {
-          co_await flush(alert_limits(lim), what);  // the alert, if the peer still listens
+          // The alert, if the peer still listens: within a second (and no more than the call has left),
+          // so that a peer that stops reading does not hold the error back.
+          co_await with_timeout(flush(what), std::chrono::seconds(1));
         } catch (const std::system_error&) {
         }
         detail::throw_tls_text(code, std::move(text));
       }
-      co_await flush(lim, what);
+      co_await flush(what);
       switch (err) {
         case SSL_ERROR_NONE:
           co_return moved;
@@ -203,10 +196,10 @@ struct tls_stream::state {
           peer_closed = true;
           co_return 0;
         case SSL_ERROR_WANT_WRITE:
-          co_await flush(lim, what, true);  // a send in progress elsewhere: wait for the room it makes
+          co_await flush(what, true);  // a send in progress elsewhere: wait for the room it makes
           break;
         case SSL_ERROR_WANT_READ:
-          co_await fill(lim, what);
+          co_await fill(what);
           break;
         default:
           detail::throw_tls_text(tls_errc::protocol,
@@ -287,31 +280,26 @@ tls_stream tls_stream::server(const tls_context& ctx, net::tcp_stream s) {
   return tls_stream(std::move(st));
 }
 
-task<void> tls_stream::handshake(std::chrono::nanoseconds timeout, std::stop_token stop) {
+task<void> tls_stream::handshake() {
   state& st = live(state_);
   side_claim claim(st, true, true);
-  const net::limits lim(timeout, std::move(stop));
-  co_await st.drive(lim, "handshake", step::handshake, nullptr, 0);
+  co_await st.drive("handshake", step::handshake, nullptr, 0);
 }
 
-task<std::size_t> tls_stream::read_some(mutable_buffer buf, std::chrono::nanoseconds timeout,
-                                        std::stop_token stop) {
+task<std::size_t> tls_stream::read_some(mutable_buffer buf) {
   state& st = live(state_);
   side_claim claim(st, true, !SSL_is_init_finished(st.ssl));
   if (st.peer_closed || buf.size() == 0) co_return 0;
-  const net::limits lim(timeout, std::move(stop));
-  co_return co_await st.drive(lim, "read_some", step::read, buf.data(), buf.size());
+  co_return co_await st.drive("read_some", step::read, buf.data(), buf.size());
 }
 
-task<void> tls_stream::read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout,
-                                    std::stop_token stop) {
+task<void> tls_stream::read_exactly(mutable_buffer buf) {
   state& st = live(state_);
   side_claim claim(st, true, !SSL_is_init_finished(st.ssl));  // before the handshake, a read is one
-  const net::limits lim(timeout, std::move(stop));
   auto* p = static_cast<std::byte*>(buf.data());
   for (std::size_t done = 0; done < buf.size();) {
     std::size_t n =
-        st.peer_closed ? 0 : co_await st.drive(lim, "read_exactly", step::read, p + done, buf.size() - done);
+        st.peer_closed ? 0 : co_await st.drive("read_exactly", step::read, p + done, buf.size() - done);
     if (n == 0) {
       throw std::system_error(ENODATA, std::system_category(),
                               "read_exactly: end of stream after " + std::to_string(done) + " of " +
@@ -321,26 +309,24 @@ task<void> tls_stream::read_exactly(mutable_buffer buf, std::chrono::nanoseconds
   }
 }
 
-task<void> tls_stream::write_all(const_buffer buf, std::chrono::nanoseconds timeout, std::stop_token stop) {
+task<void> tls_stream::write_all(const_buffer buf) {
   state& st = live(state_);
   side_claim claim(st, !SSL_is_init_finished(st.ssl), true);
-  const net::limits lim(timeout, std::move(stop));
   auto* p = const_cast<std::byte*>(static_cast<const std::byte*>(buf.data()));
   for (std::size_t done = 0; done < buf.size();) {
     std::size_t n =
-        co_await st.drive(lim, "write_all", step::write, p + done, std::min(buf.size() - done, kPlainRecord));
+        co_await st.drive("write_all", step::write, p + done, std::min(buf.size() - done, kPlainRecord));
     if (n == 0)
       throw std::system_error(EPIPE, std::system_category(), "write_all: the TLS session has ended");
     done += n;
   }
 }
 
-task<void> tls_stream::shutdown(std::chrono::nanoseconds timeout, std::stop_token stop) {
+task<void> tls_stream::shutdown() {
   state& st = live(state_);
   side_claim claim(st, false, true);
-  const net::limits lim(timeout, std::move(stop));
-  if (SSL_is_init_finished(st.ssl)) co_await st.drive(lim, "shutdown", step::shutdown, nullptr, 0);
-  io_result r = co_await lim.await(st.socket.shutdown(SHUT_WR).nothrow());
+  if (SSL_is_init_finished(st.ssl)) co_await st.drive("shutdown", step::shutdown, nullptr, 0);
+  io_result r = co_await st.socket.shutdown(SHUT_WR).nothrow();
   if (!r && r.res != -ENOTCONN) throw_errno(-r.res, "shutdown");
 }
 

@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "uring/detail/deadline.hpp"
 #include "uring/detail/operation.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/error.hpp"
@@ -159,8 +160,9 @@ class [[nodiscard]] io_awaitable : private operation {
     if constexpr (has_stop_token<Promise>) {
       // Any token at all (one pointer test); start_following asks whether it can be stopped.
       const std::stop_token& inherited = h.promise().stop_token();
-      if (inherited != std::stop_token{}) [[unlikely]]
-        return start_following(inherited);
+      deadline* limit = deadline_of(h.promise());
+      if (inherited != std::stop_token{} || limit != nullptr) [[unlikely]]
+        return start_following(inherited, limit);
     }
     if (!std::is_same_v<Payload, no_payload> || cancel_ != nullptr) [[unlikely]] {
       return start_special(executor_access::current(name_));
@@ -184,14 +186,8 @@ class [[nodiscard]] io_awaitable : private operation {
       if (res == -EINTR && stopped) res = -ECANCELED;
     }
     std::int32_t r = res;
-    if constexpr (std::is_same_v<Payload, timer_payload> ||
-                  std::is_same_v<Payload, linked_payload<timer_payload>>) {
-      if (r == -ETIME) r = 0;  // a sleep that ran its course (within its linked timeout, if any)
-    }
-    if constexpr (is_linked<Payload>) {
-      if (r == -EINTR) r = -ECANCELED;
-      if (r == -ECANCELED && !stopped) r = -ETIMEDOUT;  // its linked timeout fired
-    }
+    if (r < 0) [[unlikely]]
+      r = failure(r, stopped);
     if constexpr (!Throw) {
       return io_result{r};
     } else {
@@ -242,21 +238,51 @@ class [[nodiscard]] io_awaitable : private operation {
   io_awaitable(io_awaitable<Result, OtherThrow, OtherPayload>&& o, Payload p) noexcept
       : operation(o), name_(o.name_), cancel_(std::exchange(o.cancel_, nullptr)), payload_(std::move(p)) {}
 
-  // An operation awaited by a coroutine that has a token: without a token of its own, it follows that one
-  // (unless no source can stop it any more).
-  [[gnu::noinline]] bool start_following(const std::stop_token& t) {
-    if (cancel_ == nullptr && t.stop_possible()) cancel_ = new op_canceller(t);
-    return start_special(executor_access::current(name_));
+  // A failed result as the caller sees it: a sleep that ran its course succeeded; an operation its
+  // linked timeout (with_timeout, or the task's deadline) cut short timed out.
+  std::int32_t failure(std::int32_t r, bool stopped) const noexcept {
+    if constexpr (std::is_same_v<Payload, timer_payload> ||
+                  std::is_same_v<Payload, linked_payload<timer_payload>>) {
+      if (r == -ETIME) return 0;  // (within its linked timeout, if any)
+    }
+    if (request.link_timeout != nullptr) {
+      if (r == -EINTR) r = -ECANCELED;
+      if (r == -ECANCELED && !stopped) r = -ETIMEDOUT;
+    }
+    return r;
   }
 
-  [[gnu::noinline]] bool start_special(executor& ex) {
+  // An operation awaited by a coroutine that has a token or a deadline: without a token of its own, it
+  // follows the coroutine's (unless no source can stop it any more).
+  [[gnu::noinline]] bool start_following(const std::stop_token& t, deadline* limit) {
+    if (cancel_ == nullptr && t.stop_possible()) cancel_ = new op_canceller(t);
+    return start_special(executor_access::current(name_), limit);
+  }
+
+  [[gnu::noinline]] bool start_special(executor& ex, deadline* limit = nullptr) {
     if (cancel_ != nullptr && cancel_->token.stop_requested()) {
       res = -ECANCELED;
       return false;  // resume at once: nothing was started (await_resume frees the canceller)
     }
     payload_.bind(request);  // pointers into this object are taken only now, when it no longer moves
+    if (limit != nullptr && !within(*limit)) {
+      res = -ETIMEDOUT;
+      return false;
+    }
     executor_access::submit(ex, *this);
     if (cancel_ != nullptr) cancel_->arm(*this, ex);
+    return true;
+  }
+
+  // Puts the operation under the task's deadline: a linked timeout at it, unless the operation's own
+  // ends sooner. False: the deadline has passed.
+  bool within(const deadline& limit) noexcept {
+    const std::int64_t now = monotonic_ns();
+    if (now >= limit.at_ns()) return false;
+    if (const timespec64* own = request.link_timeout; own != nullptr) {
+      if (now + own->tv_sec * 1'000'000'000 + own->tv_nsec <= limit.at_ns()) return true;
+    }
+    request.link_timeout = as_absolute(limit.at());
     return true;
   }
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <system_error>
 
+#include "uring/detail/deadline.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/executor.hpp"
 
@@ -41,13 +42,11 @@ class join_point {
       home_ = &executor_access::current(what_);
       run = [](remote_node* n) noexcept { static_cast<awaiter*>(n)->waiter_.resume(); };
       discard = [](remote_node*) noexcept {};  // the executor shuts down: it frees the frame, unresumed
+      follow_.follow(h.promise());             // the task's stop token, and its deadline's (may allocate)
       std::uintptr_t expected = kEmpty;
       if (point_.state_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(this),
                                                 std::memory_order_acq_rel)) {
-        if constexpr (requires { h.promise().stop_token(); }) {
-          const std::stop_token& token = h.promise().stop_token();
-          if (token.stop_possible()) stop_.emplace(token, on_stop{this});  // may run at once
-        }
+        if (!follow_.empty()) stop_.emplace(follow_.token(), on_stop{this});  // may run at once
         return true;
       }
       if (expected == kEnded) return false;
@@ -84,6 +83,7 @@ class join_point {
     const char* what_;
     std::coroutine_handle<> waiter_;
     executor* home_ = nullptr;
+    wait_stop follow_;
     std::optional<std::stop_callback<on_stop>> stop_;
     bool stopped_ = false;
   };

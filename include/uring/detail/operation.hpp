@@ -64,10 +64,24 @@ struct io_request {
   std::uint64_t offset = 0;
   void* addr = nullptr;
   std::uint64_t aux = 0;
-  // When set, the operation is cancelled (completes -ECANCELED) if this relative time passes first: a
-  // linked timeout. Read only at submission.
+  // When set, the operation is cancelled (completes -ECANCELED) if this time passes first: a linked
+  // timeout. Relative, or absolute (CLOCK_MONOTONIC) when made by as_absolute. Read only at submission.
   const timespec64* link_timeout = nullptr;
 };
+
+// A linked timeout's time taken as an absolute CLOCK_MONOTONIC time (IORING_TIMEOUT_ABS): the pointer's
+// lowest bit, always clear in a timespec64's address, says so.
+inline const timespec64* as_absolute(const timespec64* t) noexcept {
+  return reinterpret_cast<const timespec64*>(reinterpret_cast<std::uintptr_t>(t) | 1);
+}
+struct link_time {
+  const timespec64* time;
+  bool absolute;
+};
+inline link_time link_time_of(const io_request& r) noexcept {
+  const auto bits = reinterpret_cast<std::uintptr_t>(r.link_timeout);
+  return {reinterpret_cast<const timespec64*>(bits & ~std::uintptr_t{1}), (bits & 1) != 0};
+}
 
 // Where an operation is in its life, so that a cancel knows whether the kernel has it yet. The last two
 // never reach the kernel: the backend completes them at the turn's end with early_result(state).

@@ -18,6 +18,7 @@
 #include <stop_token>
 #include <utility>
 
+#include "uring/detail/deadline.hpp"
 #include "uring/executor.hpp"
 
 namespace uring::detail {
@@ -25,9 +26,6 @@ namespace uring::detail {
 // Whether a State's waits take a deadline (uring::with_timeout); a State whose waits do not says false.
 template <class State>
 inline constexpr bool state_times_out = true;
-
-// CLOCK_MONOTONIC in nanoseconds (src/net/leased_recv.cpp).
-std::int64_t monotonic_ns() noexcept;
 
 // The stop callback: cancels at once on the owner thread, else posts the cancel there. It holds the state
 // weakly: by the time a posted cancel runs, the state may be gone. It names the wait it was armed for: a
@@ -78,10 +76,21 @@ class [[nodiscard]] state_awaitable {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> h) {
     if constexpr (requires { h.promise().stop_token(); }) {
-      if (!token_.stop_possible()) token_ = h.promise().stop_token();  // none of its own: the task's
+      if (!token_.stop_possible()) {  // none of its own: the task's
+        if constexpr (state_times_out<State>) {
+          token_ = h.promise().stop_token();
+        } else {
+          // A wait that takes no time limit ends at the task's deadline through a stop token.
+          follow_.follow(h.promise());
+          token_ = follow_.token();
+        }
+      }
     }
-    const std::int64_t deadline = timeout_ns_ < 0 ? 0 : monotonic_ns() + timeout_ns_;
-    executor* ex = state_suspend(state_, h, deadline);
+    std::int64_t until = timeout_ns_ < 0 ? 0 : monotonic_ns() + timeout_ns_;
+    if (const deadline* limit = deadline_of(h.promise()); limit != nullptr && state_times_out<State>) {
+      if (until == 0 || limit->at_ns() < until) until = limit->at_ns();  // the task's deadline is sooner
+    }
+    executor* ex = state_suspend(state_, h, until);
     if (ex == nullptr) return false;
     // From now on a stop cancels the request (perhaps at once).
     if (token_.stop_possible())
@@ -101,6 +110,7 @@ class [[nodiscard]] state_awaitable {
   std::shared_ptr<State> state_;
   std::int64_t timeout_ns_ = -1;  // -1: none
   std::stop_token token_;
+  wait_stop follow_;  // for a State without time limits: the task's token and its deadline's
   std::optional<std::stop_callback<cancel_on_stop<State>>> callback_;
 };
 

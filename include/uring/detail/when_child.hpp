@@ -39,6 +39,7 @@ struct when_shared {
   std::atomic<std::size_t> remaining;
   std::coroutine_handle<> parent;
   std::stop_source stop;
+  deadline* limit = nullptr;                 // the parent's (with_timeout): its children live under it too
   std::atomic<std::size_t> first{kNoChild};  // when_any: the winner; when_all: the first to fail
 
   // The parent's last step of start-up. True if it must suspend (some child is still running).
@@ -73,6 +74,7 @@ class when_child {
     void return_void() const noexcept {}
     void unhandled_exception() const noexcept { std::terminate(); }  // run_child catches everything
     [[nodiscard]] const std::stop_token& stop_token() const noexcept { return token; }
+    [[nodiscard]] detail::deadline* deadline() const noexcept { return shared->limit; }
   };
 
   when_child() = default;
@@ -131,6 +133,7 @@ template <class Promise, class Children>
 bool start_group(std::coroutine_handle<Promise> parent, when_shared& shared, Children& children,
                  parent_stop_link& link) {
   shared.parent = parent;
+  shared.limit = deadline_of(parent.promise());
   if constexpr (requires { parent.promise().stop_token(); }) {
     const std::stop_token& own = parent.promise().stop_token();
     if (own.stop_possible()) link.emplace(own, stop_forwarder{&shared});

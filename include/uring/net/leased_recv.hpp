@@ -30,6 +30,7 @@
 #include <system_error>
 #include <utility>
 
+#include "uring/detail/deadline.hpp"
 #include "uring/executor.hpp"
 #include "uring/net/buffer_pool.hpp"
 
@@ -100,14 +101,17 @@ class [[nodiscard]] basic_recv_awaitable {
     if constexpr (requires { h.promise().stop_token(); }) {
       if (!token_.stop_possible()) token_ = h.promise().stop_token();  // none of its own: the task's
     }
-    std::int64_t deadline = 0;
+    std::int64_t until = 0;
     if (timeout_) {
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(*timeout_).count();
-      deadline = detail::monotonic_ns() + (ns > 0 ? ns : 0);
-      if (deadline == 0) deadline = 1;  // 0 means none
+      until = detail::monotonic_ns() + (ns > 0 ? ns : 0);
+      if (until == 0) until = 1;  // 0 means none
+    }
+    if (const detail::deadline* limit = detail::deadline_of(h.promise()); limit != nullptr) {
+      if (until == 0 || limit->at_ns() < until) until = limit->at_ns();  // the task's deadline is sooner
     }
     std::uint64_t wait = 0;
-    executor* ex = detail::recv_suspend(state_, h, deadline, &wait);
+    executor* ex = detail::recv_suspend(state_, h, until, &wait);
     if (ex == nullptr) return false;
     // From now on a stop ends this wait (perhaps at once).
     if (token_.stop_possible()) callback_.emplace(token_, detail::recv_stop_callback{state_, ex, wait});

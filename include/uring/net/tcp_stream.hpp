@@ -1,14 +1,14 @@
 // uring/net/tcp_stream.hpp — a connected stream socket: TCP, or unix-domain (unix_stream).
 //
-// Provides: uring::net::tcp_stream, uring::net::unix_stream, uring::net::no_timeout.
+// Provides: uring::net::tcp_stream, uring::net::unix_stream.
 // Threads: await its operations from a coroutine on an executor; see uring/net/socket.hpp for the rest.
 //
 // The single operations (connect, read_some, write_some, shutdown) are the library's ordinary
 // awaitables: they throw std::system_error naming the operation ("connect: Connection refused"), and
 // `.nothrow()`, uring::with_timeout and uring::with_stop_token apply to them. The composite ones
-// (connect_to, read_exactly, write_all) are tasks that take a timeout (for the whole call) and a stop
-// token; without a token they follow the awaiting task's. A timeout fails with ETIMEDOUT, a stop with
-// ECANCELED. Buffers must stay valid until the co_await returns. Sends never raise SIGPIPE (MSG_NOSIGNAL):
+// (connect_to, read_exactly, write_all) are tasks, to which the same adapters apply: with_timeout bounds
+// the whole call, and each step follows the awaiting task's stop token (or with_stop_token's). A timeout
+// fails with ETIMEDOUT, a stop with ECANCELED. Buffers must stay valid until the co_await returns. Sends never raise SIGPIPE (MSG_NOSIGNAL):
 // a peer that has gone is EPIPE or ECONNRESET. Minimum kernel: 5.6 (IORING_OP_CONNECT/SEND/RECV), 5.11
 // for shutdown.
 #pragma once
@@ -41,18 +41,14 @@ struct connect_payload {
 
 namespace uring::net {
 
-// As a timeout: none.
-inline constexpr std::chrono::nanoseconds no_timeout{0};
-
 class tcp_stream : public socket {
  public:
   using socket::socket;
 
   // A new, unconnected stream socket of `family` (AF_INET, AF_INET6, AF_UNIX).
   static tcp_stream open(int family);
-  // Opens a socket for `peer`'s family and connects it, within `timeout` if one is given.
-  static task<tcp_stream> connect_to(address peer, std::chrono::nanoseconds timeout = no_timeout,
-                                     std::stop_token stop = {});
+  // Opens a socket for `peer`'s family and connects it. Bound it with uring::with_timeout.
+  static task<tcp_stream> connect_to(address peer);
 
   // Connects this (opened, unconnected) socket to `peer`.
   [[nodiscard]] detail::io_awaitable<void, true, detail::connect_payload> connect(const address& peer) const {
@@ -116,16 +112,14 @@ class tcp_stream : public socket {
 
   // Fills `buf` completely. If the peer ends the stream first, throws std::system_error(ENODATA,
   // "read_exactly: end of stream after N of M bytes"); the bytes read so far are in buf.
-  task<void> read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout = no_timeout,
-                          std::stop_token stop = {}) const;
+  task<void> read_exactly(mutable_buffer buf) const;
   // Sends all of `buf`, looping on short writes. A buffer of 64 KiB or more goes by zero-copy sends where
   // the executor has them (natively, kernel 6.0+; measured in bench/README.md), a smaller one by copying
   // sends; either way the buffer is the caller's again when the co_await returns. A zero-copy write that
   // times out or is stopped after the kernel took pages of the buffer can only get them back by resetting
   // the connection (a peer that does not read never acknowledges them): it does so, and fails with
   // ETIMEDOUT or ECANCELED as any write_all; the stream is then reset (ECONNRESET for the peer).
-  task<void> write_all(const_buffer buf, std::chrono::nanoseconds timeout = no_timeout,
-                       std::stop_token stop = {}) const;
+  task<void> write_all(const_buffer buf) const;
 
   // TCP_NODELAY (TCP only).
   void set_nodelay(bool on);

@@ -110,7 +110,10 @@ class awaiter_base : protected waiter {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> h) {
     if constexpr (uring::detail::has_stop_token<Promise>) {
-      if (!token_.stop_possible()) token_ = h.promise().stop_token();
+      if (!token_.stop_possible()) {  // none of its own: the task's, and its deadline's
+        follow_.follow(h.promise());
+        token_ = follow_.token();
+      }
     }
     return suspend(h);
   }
@@ -122,6 +125,7 @@ class awaiter_base : protected waiter {
 
   waitable& target_;
   std::stop_token token_;
+  uring::detail::wait_stop follow_;
   const char* name_;
 
  private:

@@ -40,7 +40,8 @@ std::uint64_t emulated_backend::park(operation& op) {
   std::uint64_t id = ++last_wait_id_;
   waiting_[&op] = id;
   if (op.request.link_timeout != nullptr) {
-    timers_.push(timer{now_ns() + to_ns(*op.request.link_timeout), &op, id, true});
+    const link_time t = link_time_of(op.request);
+    timers_.push(timer{t.absolute ? to_ns(*t.time) : now_ns() + to_ns(*t.time), &op, id, true});
   }
   return id;
 }

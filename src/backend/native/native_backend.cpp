@@ -378,9 +378,10 @@ class native_backend final : public backend, public native_ring {
       io_uring_sqe* link = next_sqe();
       // The kernel copies the timespec at submission (IORING_FEAT_SUBMIT_STABLE), and the timeout's own
       // completion (-ETIME or -ECANCELED) is ours to ignore: kOwnRequest.
+      const link_time t = link_time_of(r);
       io_uring_prep_link_timeout(
-          link, const_cast<__kernel_timespec*>(reinterpret_cast<const __kernel_timespec*>(r.link_timeout)),
-          0);
+          link, const_cast<__kernel_timespec*>(reinterpret_cast<const __kernel_timespec*>(t.time)),
+          t.absolute ? IORING_TIMEOUT_ABS : 0);
       io_uring_sqe_set_data64(link, kOwnRequest);
     }
   }

@@ -12,9 +12,10 @@
 // (16 KiB + 2 KiB of overhead + its header) in that pair; a stream holds about 37 KiB besides OpenSSL's
 // own record buffers, which it frees while idle (SSL_MODE_RELEASE_BUFFERS).
 //
-// Every operation takes a timeout for the whole call (ETIMEDOUT, std::system_category) and a stop token
-// (ECANCELED; without one, the awaiting task's), applied to each receive and send it issues. A handshake
-// has no deadline of its own: give it one, or a peer that never finishes it holds the stream forever.
+// Every operation is a task: uring::with_timeout(s.read_exactly(buf), d) bounds the whole call
+// (ETIMEDOUT, std::system_category), and the awaiting task's stop token (or with_stop_token's) cancels it
+// (ECANCELED); both reach each receive and send it issues. A handshake has no deadline of its own: give
+// it one, or a peer that never finishes it holds the stream forever.
 // TLS errors are std::system_error in tls_category() (uring/tls/error.hpp); the peer's close_notify reads
 // as end of stream (0 bytes), a close without it fails with tls_errc::truncated.
 // After a failure the stream can only be closed (destroyed), with one exception: a read that timed out or
@@ -51,19 +52,16 @@ class tls_stream {
 
   // Runs the handshake. Throws tls_errc::verify_failed ("handshake: certificate verify failed: ..."),
   // tls_errc::protocol (an alert, no shared protocol), tls_errc::truncated, or a socket error.
-  task<void> handshake(std::chrono::nanoseconds timeout = net::no_timeout, std::stop_token stop = {});
+  task<void> handshake();
 
   // Up to buf.size() bytes of plaintext; 0 once the peer has sent close_notify (and at every call after).
-  task<std::size_t> read_some(mutable_buffer buf, std::chrono::nanoseconds timeout = net::no_timeout,
-                              std::stop_token stop = {});
+  task<std::size_t> read_some(mutable_buffer buf);
   // Fills `buf`; close_notify first fails with ENODATA ("read_exactly: end of stream after N of M bytes").
-  task<void> read_exactly(mutable_buffer buf, std::chrono::nanoseconds timeout = net::no_timeout,
-                          std::stop_token stop = {});
+  task<void> read_exactly(mutable_buffer buf);
   // Sends all of `buf` as records of up to 16 KiB.
-  task<void> write_all(const_buffer buf, std::chrono::nanoseconds timeout = net::no_timeout,
-                       std::stop_token stop = {});
+  task<void> write_all(const_buffer buf);
   // Sends close_notify, then ends the socket's sending side (SHUT_WR). Does not wait for the peer's.
-  task<void> shutdown(std::chrono::nanoseconds timeout = net::no_timeout, std::stop_token stop = {});
+  task<void> shutdown();
 
   // After the handshake: the ALPN protocol agreed on (empty: none), the server name the client asked for
   // by SNI (empty: none), whether the session was resumed, the protocol version ("TLSv1.3").
