@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
       std::map<std::string, std::string>{{"nop", "raw_registered"},
                                          {"timer", "raw_liburing"},
                                          {"cancel", "raw_liburing"},
+                                         {"timed_task", "plain"},
                                          {"pingpong", "raw_msg_ring"},
                                          {"eventfd_cycle", "raw_liburing"},
                                          {"wake", "futex"},

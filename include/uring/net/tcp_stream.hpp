@@ -8,9 +8,9 @@
 // `.nothrow()`, uring::with_timeout and uring::with_stop_token apply to them. The composite ones
 // (connect_to, read_exactly, write_all) are tasks, to which the same adapters apply: with_timeout bounds
 // the whole call, and each step follows the awaiting task's stop token (or with_stop_token's). A timeout
-// fails with ETIMEDOUT, a stop with ECANCELED. Buffers must stay valid until the co_await returns. Sends never raise SIGPIPE (MSG_NOSIGNAL):
-// a peer that has gone is EPIPE or ECONNRESET. Minimum kernel: 5.6 (IORING_OP_CONNECT/SEND/RECV), 5.11
-// for shutdown.
+// fails with ETIMEDOUT, a stop with ECANCELED. Buffers must stay valid until the co_await returns. Sends
+// never raise SIGPIPE (MSG_NOSIGNAL): a peer that has gone is EPIPE or ECONNRESET. Minimum kernel: 5.6
+// (IORING_OP_CONNECT/SEND/RECV), 5.11 for shutdown.
 #pragma once
 
 #include <sys/socket.h>
