@@ -281,7 +281,7 @@ uring::task<void> accept_loop(const char* program, const uring::net::tcp_listene
     uring::net::tcp_stream s;
     bool failed = false;
     try {
-      s = co_await connections.next(w->drain.get_token());
+      s = co_await uring::with_stop_token(connections.next(), w->drain.get_token());
     } catch (const std::system_error& e) {
       if (w->drain.stop_requested()) break;
       // Out of fds and the like: say so (rate-limited) and retry later; the connection waits in the

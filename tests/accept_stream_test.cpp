@@ -78,7 +78,7 @@ TEST_P(Net, AcceptStreamNextFollowsAStopTokenFromAnotherThread) {
     auto code = run([](const tcp_listener& l, std::stop_token t) -> task<std::error_code> {
       auto connections = l.accept_all();
       try {
-        (void)co_await connections.next(t);
+        (void)co_await uring::with_stop_token(connections.next(), t);
       } catch (const std::system_error& e) {
         co_return e.code();
       }
@@ -138,7 +138,8 @@ TEST_P(Net, AcceptNextTimesOutAndTheStreamKeepsAccepting) {
     // A stop still wins over a pending timeout.
     std::stop_source stop;
     stop.request_stop();
-    code = co_await accept_error(uring::with_timeout(connections.next(stop.get_token()), 5s));
+    code = co_await accept_error(
+        uring::with_timeout(uring::with_stop_token(connections.next(), stop.get_token()), 5s));
     EXPECT_EQ(code, std::errc::operation_canceled);
   }(listener));
 }
@@ -164,7 +165,7 @@ TEST_P(Net, ALateStopFromAnotherThreadNeverCancelsALaterAccept) {
       std::thread stopper([&stop] { stop.request_stop(); });                 // races the first next()
       int got = 0;
       try {
-        accepted.push_back(co_await connections.next(stop.get_token()));
+        accepted.push_back(co_await uring::with_stop_token(connections.next(), stop.get_token()));
         ++got;
       } catch (const std::system_error& e) {
         EXPECT_EQ(e.code(), std::errc::operation_canceled);

@@ -159,7 +159,7 @@ TEST_P(LeasedRecv, CancelWhileArmedThenReceiveAgain) {
     std::stop_source stop;
     auto waiting = [](tcp_stream& s, buffer_pool& p, std::stop_token t) -> task<int> {
       try {
-        (void)co_await s.recv(p, t);
+        (void)co_await uring::with_stop_token(s.recv(p), t);
       } catch (const std::system_error& e) {
         co_return e.code().value();
       }
@@ -191,7 +191,7 @@ TEST_P(LeasedRecv, CancelWhileWaitingForABufferFromAnotherThread) {
     std::jthread stopper([&] { stop.request_stop(); });
     std::error_code code;
     try {
-      (void)co_await s.recv(pool, stop.get_token());
+      (void)co_await uring::with_stop_token(s.recv(pool), stop.get_token());
     } catch (const std::system_error& e) {
       code = e.code();
     }

@@ -230,7 +230,7 @@ TEST_P(Sync, AStoppedWaiterLeavesThePermitToTheNext) {
     int stopped_res = 1;
     bool second_got = false;
     auto stopped = [&]() -> task<void> {
-      stopped_res = (co_await s.async_acquire(source.get_token()).nothrow()).res;
+      stopped_res = (co_await uring::with_stop_token(s.async_acquire(), source.get_token()).nothrow()).res;
     };
     auto second = [&]() -> task<void> {
       co_await s.async_acquire();
@@ -251,7 +251,7 @@ TEST_P(Sync, AStoppedWaiterLeavesThePermitToTheNext) {
     std::stop_source already;
     already.request_stop();
     try {
-      co_await s.async_acquire(already.get_token());
+      co_await uring::with_stop_token(s.async_acquire(), already.get_token());
       ADD_FAILURE() << "acquire did not throw";
     } catch (const std::system_error& err) {
       EXPECT_EQ(err.code().value(), ECANCELED);
@@ -296,7 +296,9 @@ TEST_P(Sync, AStopRacingAReleaseNeverLosesAPermit) {
     for (int r = 1; r <= rounds; ++r) {
       std::stop_source source;
       uring::io_result result{1};
-      auto body = [&]() -> task<void> { result = co_await s.async_acquire(source.get_token()).nothrow(); };
+      auto body = [&]() -> task<void> {
+        result = co_await uring::with_stop_token(s.async_acquire(), source.get_token()).nothrow();
+      };
       auto waiter = uring::spawn(body());
       EXPECT_TRUE(co_await turn_until([&] { return s.waiting() == 1; }));
       releaser.open(r);

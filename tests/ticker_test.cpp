@@ -23,7 +23,7 @@ using clock_type = std::chrono::steady_clock;
 // What awaiting the ticker's next() throws: its errno, or 0 with the count in `n`.
 task<int> error_of_next(ticker& t, std::uint64_t& n, std::stop_token stop = {}) {
   try {
-    n = co_await t.next(std::move(stop));
+    n = co_await uring::with_stop_token(t.next(), std::move(stop));
   } catch (const std::system_error& e) {
     co_return e.code().value();
   }

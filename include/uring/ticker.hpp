@@ -15,9 +15,10 @@
 // counted from the clock: the same counts, one SQE per awaited tick. executor::plan().multishot_timeout
 // says which.
 //
-// A stop (next(token), or the awaiting task's) ends that wait with ECANCELED; the ticker keeps ticking.
-// cancel() ends the ticker: a waiting next() throws ECANCELED, and the next() after it re-arms, counting
-// from then. Destroying the ticker cancels its request. next() takes no time-out: the period is its own.
+// A stop (the awaiting task's token, or with_stop_token(next(), token)) ends that wait with ECANCELED; the
+// ticker keeps ticking. cancel() ends the ticker: a waiting next() throws ECANCELED, and the next() after it
+// re-arms, counting from then. Destroying the ticker cancels its request. next() takes no time-out: the
+// period is its own.
 #pragma once
 
 #include <chrono>
@@ -53,9 +54,10 @@ class ticker {
   using next_awaitable = detail::state_awaitable<detail::ticker_state, std::uint64_t>;
 
   // Waits for the end of the current period; yields the periods ended since the last next() returned
-  // (at least 1). Throws std::system_error: ECANCELED once `stop` (default: the awaiting task's token) is
-  // requested or the ticker cancelled; the kernel's error if the timer could not be armed.
-  next_awaitable next(std::stop_token stop = {}) noexcept { return {state_, std::move(stop)}; }
+  // (at least 1). Throws std::system_error: ECANCELED once the stop token (the awaiting task's, or
+  // with_stop_token's) is requested or the ticker cancelled; the kernel's error if the timer could not be
+  // armed.
+  next_awaitable next() noexcept { return {state_, std::stop_token{}}; }
 
   // Ends the ticker (owner thread): a waiting next() throws ECANCELED; the next next() re-arms it,
   // counting from then. Allocates the fresh state (std::bad_alloc).

@@ -105,6 +105,8 @@ class [[nodiscard]] state_awaitable {
 
   // with_timeout: the wait fails with ETIMEDOUT once `t` has passed (where the State supports it).
   void set_timeout(std::chrono::nanoseconds t) noexcept { timeout_ns_ = t.count() < 0 ? 0 : t.count(); }
+  // with_stop_token: `t` in place of the awaiting coroutine's token.
+  void set_stop_token(std::stop_token t) noexcept { token_ = std::move(t); }
 
  private:
   std::shared_ptr<State> state_;
@@ -115,3 +117,16 @@ class [[nodiscard]] state_awaitable {
 };
 
 }  // namespace uring::detail
+
+namespace uring {
+
+// A stream's next item (an accept stream's, a ticker's), cancelled (ECANCELED) when `token` is stopped,
+// from any thread, in place of the awaiting coroutine's token.
+template <class State, class Result>
+detail::state_awaitable<State, Result> with_stop_token(detail::state_awaitable<State, Result> op,
+                                                       std::stop_token token) noexcept {
+  op.set_stop_token(std::move(token));
+  return op;
+}
+
+}  // namespace uring

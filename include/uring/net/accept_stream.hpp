@@ -19,8 +19,8 @@
 //
 // The request is armed by the first next(), not before. cancel(), a stop request, or destroying the
 // stream ends it: a waiting next() throws ECANCELED, and connections accepted but not taken are closed.
-// next() has no timeout of its own: for a time limit, race it against uring::sleep_for with when_any
-// (the loser's stop token cancels the accept; the stream re-arms on the following next()).
+// with_timeout(next(), d) bounds one wait (the request keeps running), and with_stop_token(next(), t)
+// gives the wait a token of its own in place of the awaiting task's.
 #pragma once
 
 #include <chrono>
@@ -71,10 +71,11 @@ class basic_accept_stream {
   using next_awaitable = detail::state_awaitable<state_type, Result>;
 
   // The next connection. Throws std::system_error("accept: ...") for an error of the request,
-  // ECANCELED once the stream is cancelled or `stop` (default: the awaiting task's token) is requested,
-  // ETIMEDOUT once the time given by uring::with_timeout(next(), d) has passed. A timeout ends only that
-  // wait: the multishot accept keeps running and connections that arrive meanwhile wait for next().
-  next_awaitable next(std::stop_token stop = {}) noexcept { return {state_, std::move(stop)}; }
+  // ECANCELED once the stream is cancelled or the stop token (the awaiting task's, or with_stop_token's)
+  // is requested, ETIMEDOUT once the time given by uring::with_timeout(next(), d) has passed. A timeout
+  // ends only that wait: the multishot accept keeps running and connections that arrive meanwhile wait
+  // for next().
+  next_awaitable next() noexcept { return {state_, std::stop_token{}}; }
 
   // Ends the multishot accept (owner thread): the next next() (or the waiting one) throws ECANCELED; the
   // one after it re-arms.

@@ -66,15 +66,15 @@ class tcp_stream : public socket {
 
   // The next received chunk, in a buffer leased from `pool` (uring/net/buffer_pool.hpp): empty at end of
   // stream (and at every call after it). Throws std::system_error("recv: ...") for an error, ECANCELED
-  // on a stop request (`stop`, else the awaiting task's), ETIMEDOUT when uring::with_timeout's time
+  // on a stop request (the awaiting task's token, or with_stop_token's), ETIMEDOUT when with_timeout's time
   // passes first; `.nothrow()` yields a recv_result instead. An interrupted receive takes no bytes (they
   // wait for the next one; see uring/net/leased_recv.hpp). The first call binds the stream to `pool` and to
   // the running executor, which must be the pool's; natively it keeps a recv armed, one chunk ahead, while
   // the stream holds fewer than the pool's max_per_stream buffers (queued chunks and leases not yet
   // returned); at the limit the receive waits for one of them to be returned. Not to be mixed with
   // read_some while chunks may be waiting in the stream.
-  [[nodiscard]] recv_awaitable recv(buffer_pool& pool, std::stop_token stop = {}) {
-    return receiver_.recv(fd(), pool, std::move(stop));
+  [[nodiscard]] recv_awaitable recv(buffer_pool& pool) {
+    return receiver_.recv(fd(), pool, std::stop_token{});
   }
 
   // Sends up to buf.size() bytes; yields the count, which may be short.

@@ -9,7 +9,7 @@
 // reset() closes it again. A waiter released by a set() is released even if reset() follows at once
 // (it was granted under the lock; its resumption is already posted). Each waiting coroutine resumes on
 // its own executor on a later turn; a thread is woken through its own futex word; nothing spins.
-// Cancellation: the stop token given, or the awaiting task's, ends async_wait with
+// Cancellation: the awaiting task's stop token, or with_stop_token's, ends async_wait with
 // std::system_error(ECANCELED) (`.nothrow()`: io_result{-ECANCELED}), unless set() released it first.
 // A coroutine destroyed while it waits (its executor's shutdown) leaves the queue. Destroying an event
 // that has waiters is a bug (std::terminate, with a message). (uring::event, uring/event.hpp, is the

@@ -7,7 +7,7 @@
 // As std::latch: the count starts at `count` and only goes down; the waits end when it reaches zero, and
 // every wait after that passes at once (it never resets). Each waiting coroutine resumes on its own
 // executor on a later turn; a thread is woken through its own futex word; nothing spins. Cancellation: the
-// stop token given, or the awaiting task's, ends async_wait with std::system_error(ECANCELED)
+// awaiting task's stop token, or with_stop_token's, ends async_wait with std::system_error(ECANCELED)
 // (`.nothrow()`: io_result{-ECANCELED}); it changes nothing else. A coroutine destroyed while it waits (its
 // executor's shutdown) leaves the queue. count_down(n) beyond what remains is std::logic_error, nothing
 // counted. Destroying a latch that has waiters is a bug (std::terminate, with a message).

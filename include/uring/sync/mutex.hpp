@@ -7,8 +7,9 @@
 //
 // A semaphore of one permit (uring/sync/semaphore.hpp): FIFO hand-off, so no later lock overtakes a
 // waiter; a coroutine resumes on its own executor, later; nothing spins. The holder may unlock from any
-// thread or executor (the lock is not tied to a thread). Cancellation as for the semaphore: the stop token
-// given, or the awaiting task's, makes async_lock throw std::system_error(ECANCELED) without the lock;
+// thread or executor (the lock is not tied to a thread). Cancellation as for the semaphore: the awaiting
+// task's stop token, or with_stop_token's, makes async_lock throw std::system_error(ECANCELED) without the
+// lock;
 // `.nothrow()` yields a unique_lock that owns nothing then. A waiter granted the lock but never resumed
 // (its executor shut down) passes it on; one destroyed while it waits leaves the queue.
 //
@@ -39,8 +40,8 @@ class mutex final {
   ~mutex();
 
   // Awaiting yields a unique_lock owning the mutex, once this coroutine has it.
-  lock_awaitable async_lock(std::stop_token token = {}) noexcept {
-    return {permit_.waits(), std::move(token), "mutex lock", adopt{this}};
+  lock_awaitable async_lock() noexcept {
+    return {permit_.waits(), std::stop_token{}, "mutex lock", adopt{this}};
   }
   void lock() { permit_.acquire(); }
   bool try_lock() noexcept { return permit_.try_acquire(); }

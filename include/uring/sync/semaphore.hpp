@@ -9,13 +9,13 @@
 // coroutine resumes on its own executor on a later turn (never inside release()); a thread is woken through
 // its own futex word. Waiting allocates nothing and never spins.
 //
-// Cancellation: async_acquire follows the stop token given, or else the awaiting task's (with_timeout and
-// with_stop_token on the task, when_any, task_scope); a stop makes the co_await throw
-// std::system_error(ECANCELED) (`.nothrow()`: io_result{-ECANCELED}) and takes no permit. A stop that
-// comes after the permit was handed over loses: the coroutine gets the permit. try_acquire_for gives up
-// after its time, taking none. A permit is never lost: a waiter granted but never resumed (its executor
-// shut down meanwhile) gives its permit to the next waiter; a coroutine destroyed while it waits (its
-// executor's shutdown frees its frame) leaves the queue.
+// Cancellation: async_acquire follows the awaiting task's stop token (with_timeout and with_stop_token
+// on the task, when_any, task_scope), or with_stop_token(s.async_acquire(), token)'s; a stop makes the
+// co_await throw std::system_error(ECANCELED) (`.nothrow()`: io_result{-ECANCELED}) and takes no permit. A
+// stop that comes after the permit was handed over loses: the coroutine gets the permit. try_acquire_for
+// gives up after its time, taking none. A permit is never lost: a waiter granted but never resumed (its
+// executor shut down meanwhile) gives its permit to the next waiter; a coroutine destroyed while it waits
+// (its executor's shutdown frees its frame) leaves the queue.
 //
 // Destroying a semaphore that has waiters is a bug: it prints a message and calls std::terminate. A plain
 // thread's acquire() on an executor's thread blocks that executor until a permit comes.
@@ -41,9 +41,7 @@ class semaphore final : private detail::waitable {
   ~semaphore();
 
   // Awaiting takes a permit, waiting for one if none is free.
-  acquire_awaitable async_acquire(std::stop_token token = {}) noexcept {
-    return {*this, std::move(token), "semaphore acquire", {}};
-  }
+  acquire_awaitable async_acquire() noexcept { return {*this, std::stop_token{}, "semaphore acquire", {}}; }
   // Blocks this thread until it has a permit.
   void acquire() { block(); }
   // Takes a permit if one is free now and nobody waits.

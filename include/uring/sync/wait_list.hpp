@@ -168,6 +168,10 @@ class [[nodiscard]] wait_awaitable : public awaiter_base {
   wait_awaitable<Make, false> nothrow() && noexcept requires Throw {
     return wait_awaitable<Make, false>(target_, std::move(token_), name_, std::move(make_));
   }
+  // The same wait, following `t` (see uring::with_stop_token).
+  wait_awaitable stopped_by(std::stop_token t) && noexcept {
+    return wait_awaitable(target_, std::move(t), name_, std::move(make_));
+  }
 
  private:
   Make make_;
@@ -185,9 +189,7 @@ class gate : public waitable {
   void give_back_locked() noexcept final {}  // an open gate is not used up
 
   // Awaiting ends when the gate is open.
-  wait_awaitable async_wait(std::stop_token token = {}) noexcept {
-    return {*this, std::move(token), wait_name_, {}};
-  }
+  wait_awaitable async_wait() noexcept { return {*this, std::stop_token{}, wait_name_, {}}; }
   // Blocks this thread until the gate is open.
   void wait() { block(); }
   // Blocks at most `d`; true if the gate opened.
@@ -209,3 +211,15 @@ class gate : public waitable {
 };
 
 }  // namespace uring::sync::detail
+
+namespace uring {
+
+// A wait on a sync:: primitive (async_lock, async_acquire, async_wait), cancelled (ECANCELED) when
+// `token` is stopped, from any thread, in place of the awaiting coroutine's token.
+template <class Make, bool Throw>
+sync::detail::wait_awaitable<Make, Throw> with_stop_token(sync::detail::wait_awaitable<Make, Throw>&& w,
+                                                          std::stop_token token) noexcept {
+  return std::move(w).stopped_by(std::move(token));
+}
+
+}  // namespace uring
