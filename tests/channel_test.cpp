@@ -182,7 +182,7 @@ TEST_P(Channel, CloseFailsABlockedSenderWithEpipeAndKeepsWhatWasAccepted) {
   sender_done.wait();
   EXPECT_EQ(blocked_error, EPIPE);
   EXPECT_EQ(later_error, EPIPE);
-  EXPECT_FALSE(ch.try_send(4));
+  EXPECT_EQ(ch.try_send(4).res, -EPIPE);  // closed
 
   std::vector<int> got;
   std::latch drained(1);
@@ -197,7 +197,7 @@ TEST_P(Channel, CloseWithValuesQueuedDeliversThemThenNullopt) {
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(ch.try_send(i));
   ch.close();
   ch.close();  // idempotent
-  EXPECT_FALSE(ch.try_send(5));
+  EXPECT_EQ(ch.try_send(5).res, -EPIPE);
   std::vector<int> got;
   std::latch drained(1);
   uring::spawn(g.at(1), collect(ch, got, drained));
@@ -205,13 +205,13 @@ TEST_P(Channel, CloseWithValuesQueuedDeliversThemThenNullopt) {
   EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
-TEST_P(Channel, TrySendOnAFullChannelReturnsFalseAndKeepsTheValue) {
+TEST_P(Channel, TrySendOnAFullChannelSaysEagainAndKeepsTheValue) {
   executor_group g(2, options());
   channel<std::unique_ptr<int>> ch(g.at(1), 2);
   EXPECT_TRUE(ch.try_send(std::make_unique<int>(1)));
   EXPECT_TRUE(ch.try_send(std::make_unique<int>(2)));
   auto third = std::make_unique<int>(3);
-  EXPECT_FALSE(ch.try_send(std::move(third)));
+  EXPECT_EQ(ch.try_send(std::move(third)).res, -EAGAIN);
   ASSERT_NE(third, nullptr);  // refused: not moved from
   std::vector<int> got;
   std::latch took_one(1);

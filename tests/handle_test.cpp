@@ -42,7 +42,7 @@ TEST_P(Handles, ADefaultHandleNamesNothing) {
   EXPECT_FALSE(none.alive());
   EXPECT_EQ(shutdown_errno([&] { none.post([] {}); }), ESHUTDOWN);
   run([](executor_handle h) -> task<void> {
-    EXPECT_EQ(uring::try_send(h, 1, 2), std::error_code(ESHUTDOWN, std::system_category()));
+    EXPECT_EQ(uring::try_send(h, 1, 2).error(), std::error_code(ESHUTDOWN, std::system_category()));
     bool threw = false;
     try {
       co_await uring::send(h, 1, 2);
@@ -109,7 +109,7 @@ TEST_P(Handles, AfterTheExecutorIsDestroyedEverythingFailsWithEshutdown) {
   for (int i = 0; i < 8; ++i) later.push_back(std::make_unique<executor>(options()));
   EXPECT_FALSE(h.alive());
   later[0]->run([](executor_handle old) -> task<void> {
-    EXPECT_EQ(uring::try_send(old, 1, 1), std::error_code(ESHUTDOWN, std::system_category()));
+    EXPECT_EQ(uring::try_send(old, 1, 1).error(), std::error_code(ESHUTDOWN, std::system_category()));
     co_return;
   }(h));
   for (auto& e : later) EXPECT_NE(e->handle(), h);
@@ -187,7 +187,7 @@ TEST_P(Handles, SendsToATargetStoppedMidStreamAreAccountedFor) {
   group.reset();
   EXPECT_FALSE(h.alive());
   a.run([](executor_handle to) -> task<void> {
-    EXPECT_EQ(uring::try_send(to, 1, 1), std::error_code(ESHUTDOWN, std::system_category()));
+    EXPECT_EQ(uring::try_send(to, 1, 1).error(), std::error_code(ESHUTDOWN, std::system_category()));
     co_return;
   }(h));
 }

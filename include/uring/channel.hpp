@@ -58,6 +58,7 @@
 #include "uring/detail/prefetch.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/detail/spin_lock.hpp"
+#include "uring/error.hpp"
 #include "uring/executor.hpp"
 
 namespace uring {
@@ -182,12 +183,15 @@ class channel {
   }
 
   // From any thread: accepts `value` if there is room and the channel is open; moves from it only then.
-  bool try_send(T&& value) {
+  // Yields what every try_ form yields (uring::io_result): true when accepted; else -EAGAIN (full, or a
+  // sender waits ahead), -EPIPE (closed) or -ESHUTDOWN (the waiting receiver's executor is gone).
+  io_result try_send(T&& value) {
     std::lock_guard lock(mutex_);
     int error = 0;
-    return offer(value, error) && error == 0;
+    if (!offer(value, error)) return io_result{-EAGAIN};
+    return io_result{-error};
   }
-  bool try_send(const T& value) {
+  io_result try_send(const T& value) {
     T copy(value);
     return try_send(std::move(copy));
   }

@@ -93,9 +93,8 @@ inline detail::send_awaitable<detail::handle_target> send(const executor_handle&
                                                           std::uint64_t data) noexcept {
   return {detail::handle_target{target.id()}, message{value, data}};
 }
-inline std::error_code try_send(const executor_handle& target, std::int32_t value,
-                                std::uint64_t data) noexcept {
-  return detail::message_error(detail::try_send_to_handle(target.id(), message{value, data}));
+inline io_result try_send(const executor_handle& target, std::int32_t value, std::uint64_t data) noexcept {
+  return io_result{-detail::try_send_to_handle(target.id(), message{value, data})};
 }
 
 }  // namespace uring

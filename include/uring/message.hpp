@@ -28,6 +28,7 @@
 #include <optional>
 #include <system_error>
 
+#include "uring/error.hpp"
 #include "uring/executor.hpp"
 
 namespace uring {
@@ -56,8 +57,7 @@ int try_send_message(executor& target, const message& m) noexcept;
 // try_send_message's answer as uring::try_send reports it: ESHUTDOWN in the system category (std::errc
 // has no such code), the others as their std::errc.
 inline std::error_code message_error(int e) noexcept {
-  if (e == 0) return {};
-  return {e, e == ESHUTDOWN ? std::system_category() : std::generic_category()};
+  return e == 0 ? std::error_code() : std::error_code(e, std::system_category());
 }
 // Queues `w` behind the pair's blocked senders; it is sent (or fails) and resumed in turn.
 void park_sender(executor& target, message_waiter& w);
@@ -136,10 +136,11 @@ inline detail::send_awaitable<detail::executor_target> send(executor& target, st
   return {detail::executor_target{&target}, message{value, data}};
 }
 
-// The same without suspending: {} when sent, errc::resource_unavailable_try_again (EAGAIN) when the
-// window is full or earlier sends wait, ESHUTDOWN, EPIPE; EPERM if no executor runs on this thread.
-inline std::error_code try_send(executor& target, std::int32_t value, std::uint64_t data) noexcept {
-  return detail::message_error(detail::try_send_message(target, message{value, data}));
+// The same without suspending, yielding what every try_ form yields (uring::io_result, as .nothrow()):
+// true when sent; else -EAGAIN when the window is full or earlier sends wait, -ESHUTDOWN, -EPIPE, and
+// -EPERM if no executor runs on this thread.
+inline io_result try_send(executor& target, std::int32_t value, std::uint64_t data) noexcept {
+  return io_result{-detail::try_send_message(target, message{value, data})};
 }
 
 // An executor's inbox: the messages sent to it, in arrival order.
