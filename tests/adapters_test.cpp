@@ -8,6 +8,8 @@
 #include <stop_token>
 #include <string>
 #include <system_error>
+#include <tuple>
+#include <utility>
 
 #include <uring/uring.hpp>
 
@@ -138,6 +140,59 @@ TEST_P(Adapters, ACompositeOperationTakesATimeout) {
               }());
             }).value();
   EXPECT_EQ(err, ETIMEDOUT);
+}
+
+TEST_P(Adapters, ANothrowTaskYieldsItsValueOrWhatItThrew) {
+  auto [value, refused, kept] = run([]() -> task<std::tuple<int, std::error_code, bool>> {
+    auto v = co_await []() -> task<int> {
+      co_await uring::nop();
+      co_return 42;
+    }()
+                                  .nothrow();
+    auto bad = co_await []() -> task<void> {
+      char b[1];
+      co_await uring::read(-1, b);
+    }()
+                                    .nothrow();
+    auto odd = co_await []() -> task<void> {
+      co_await uring::nop();
+      throw std::runtime_error("mine");
+    }()
+                                    .nothrow();
+    bool other = !odd && !odd.error() && odd.exception() != nullptr;
+    try {
+      odd.value();
+      other = false;
+    } catch (const std::runtime_error&) {
+    }
+    co_return std::tuple{v.ok() ? v.value() : -1, bad.error(), other};
+  }());
+  EXPECT_EQ(value, 42);
+  EXPECT_EQ(refused, std::error_code(EBADF, std::system_category()));
+  EXPECT_TRUE(kept);  // not a system_error: no code, the exception kept and rethrown by value()
+}
+
+TEST_P(Adapters, ANothrowTaskKeepsItsTimeoutAndTheAwaitersStop) {
+  pipe_pair p;
+  std::stop_source stop;
+  auto [timed_out, cancelled] = run([](int fd, std::stop_source& stop) -> task<std::pair<int, int>> {
+    auto read_one = [](int fd) -> task<void> {
+      char b[1];
+      co_await uring::read(fd, b);
+    };
+    auto timed = co_await uring::with_timeout(read_one(fd), 20ms).nothrow();
+    uring::spawn([](std::stop_source& s) -> task<void> {
+      co_await uring::sleep_for(2ms);
+      s.request_stop();
+    }(stop));
+    auto stopped = co_await uring::with_stop_token(
+        [](int fd, decltype(read_one) r) -> task<uring::result<void>> { co_return co_await r(fd).nothrow(); }(
+                                             fd, read_one),
+        stop.get_token());
+    co_return std::pair{timed.error().value(), stopped.error().value()};
+  }(p.read_end.get(), stop));
+  EXPECT_EQ(timed_out, ETIMEDOUT);
+  EXPECT_EQ(cancelled, ECANCELED);  // the stop reached the task awaited in its nothrow form
 }
 
 INSTANTIATE_BACKENDS(Adapters);

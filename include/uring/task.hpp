@@ -1,6 +1,7 @@
 // uring/task.hpp — the coroutine type of the library.
 //
-// Provides: uring::task<T>, a lazy coroutine producing a T (or void, or a reference).
+// Provides: uring::task<T>, a lazy coroutine producing a T (or void, or a reference), and
+// uring::nothrow_task<T> (task::nothrow).
 // Threads: a task runs on whichever thread resumes it; awaiting it from a coroutine runs it inline on the
 // awaiting coroutine's thread. A task is not thread-safe: await it once, from one place.
 //
@@ -17,16 +18,20 @@
 #include <memory>
 #include <stdexcept>
 #include <stop_token>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
 #include "uring/detail/deadline.hpp"
+#include "uring/result.hpp"
 
 namespace uring {
 
 template <class T = void>
 class task;
+template <class T>
+class nothrow_task;
 
 namespace detail {
 
@@ -162,12 +167,55 @@ class [[nodiscard]] task {
   awaiter operator co_await() & noexcept { return awaiter{handle_}; }
   awaiter operator co_await() && noexcept { return awaiter{handle_}; }
 
+  // The same task, awaited without exceptions: `co_await work().nothrow()` yields uring::result<T>
+  // (uring/result.hpp), its value or the exception it ended with.
+  nothrow_task<T> nothrow() && noexcept requires(!std::is_reference_v<T>);
+
   // For the library's own drivers (executor::run, spawn): hands over the coroutine.
   std::coroutine_handle<promise_type> release() noexcept { return std::exchange(handle_, nullptr); }
 
  private:
+  friend class nothrow_task<T>;
   std::coroutine_handle<promise_type> handle_;
 };
+
+// A task awaited in its nothrow form (task::nothrow): owns the coroutine as the task did.
+template <class T>
+class [[nodiscard]] nothrow_task {
+ public:
+  explicit nothrow_task(task<T> t) noexcept : task_(std::move(t)) {}
+
+  class awaiter : public task<T>::awaiter {
+   public:
+    using task<T>::awaiter::awaiter;
+    result<T> await_resume() noexcept {
+      try {
+        if constexpr (std::is_void_v<T>) {
+          task<T>::awaiter::await_resume();
+          return result<T>::done(true);
+        } else {
+          return result<T>::done(task<T>::awaiter::await_resume());
+        }
+      } catch (const std::system_error& e) {
+        return result<T>::failed(std::current_exception(), e.code());
+      } catch (...) {
+        return result<T>::failed(std::current_exception(), {});
+      }
+    }
+  };
+  awaiter operator co_await() && noexcept { return awaiter{handle_of(task_)}; }
+
+ private:
+  static std::coroutine_handle<typename task<T>::promise_type> handle_of(task<T>& t) noexcept {
+    return t.handle_;
+  }
+  task<T> task_;
+};
+
+template <class T>
+nothrow_task<T> task<T>::nothrow() && noexcept requires(!std::is_reference_v<T>) {
+  return nothrow_task<T>(std::move(*this));
+}
 
 namespace detail {
 template <class T>

@@ -1,0 +1,63 @@
+// uring/result.hpp — what a task awaited in its nothrow form yields.
+//
+// Provides: uring::result<T>.
+// Threads: a plain value; any thread.
+//
+// `co_await work().nothrow()` (uring/task.hpp) yields a result<T> instead of rethrowing: the task's
+// value, or the exception it ended with. error() is that exception's code when it is a
+// std::system_error (every failure of the library's own operations is: errno in system_category), so a
+// nothrow task reads like a nothrow operation's io_result; exception() keeps any other kind.
+#pragma once
+
+#include <exception>
+#include <optional>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace uring {
+
+template <class T>
+class result {
+  using stored = std::conditional_t<std::is_void_v<T>, bool, T>;
+
+ public:
+  // A task that returned.
+  template <class... Args>
+  static result done(Args&&... args) {
+    result r;
+    r.value_.emplace(std::forward<Args>(args)...);
+    return r;
+  }
+  // A task that threw `e` (its code, if it is a std::system_error, in `code`).
+  static result failed(std::exception_ptr e, std::error_code code) noexcept {
+    result r;
+    r.error_ = std::move(e);
+    r.code_ = code;
+    return r;
+  }
+
+  [[nodiscard]] bool ok() const noexcept { return !error_; }
+  explicit operator bool() const noexcept { return ok(); }
+  // The std::system_error's code the task failed with; empty when it succeeded or threw another type.
+  [[nodiscard]] std::error_code error() const noexcept { return code_; }
+  // What the task threw (null when it succeeded).
+  [[nodiscard]] std::exception_ptr exception() const noexcept { return error_; }
+  // The value; rethrows the task's exception if it failed.
+  decltype(auto) value() & {
+    if (error_) std::rethrow_exception(error_);
+    if constexpr (!std::is_void_v<T>) return (*value_);
+  }
+  decltype(auto) value() && {
+    if (error_) std::rethrow_exception(error_);
+    if constexpr (!std::is_void_v<T>) return std::move(*value_);
+  }
+
+ private:
+  result() = default;
+  std::optional<stored> value_;
+  std::exception_ptr error_;
+  std::error_code code_;
+};
+
+}  // namespace uring
