@@ -289,8 +289,8 @@ TEST_P(Channel, StoppingWithWaitersParkedIsSafe) {
 }
 
 // The natural order: channels declared after the group they serve, left by an exception while a receiver
-// is parked on one and a sender blocked on the other. Their destructors close them and wait for the
-// waiters to leave (EPIPE for the sender, nullopt for the receiver) instead of terminating.
+// is parked on one and a sender blocked on the other. Their destructors close them and the waiters
+// resume afterwards (EPIPE for the sender, nullopt for the receiver) without touching the channels' memory.
 TEST_P(Channel, DestroyedBeforeItsGroupWhileCoroutinesWaitItClosesAndWakesThem) {
   executor_group g(2, options());
   std::atomic<int> nullopts{0}, epipes{0};
@@ -325,9 +325,69 @@ TEST_P(Channel, DestroyedBeforeItsGroupWhileCoroutinesWaitItClosesAndWakesThem) 
     throw std::runtime_error("leaves the scope");
   } catch (const std::runtime_error&) {
   }
-  ended.wait();  // the destructors returned once the waiters left the channels; they finish after that
+  ended.wait();  // the waiters resumed after the destructors returned
   EXPECT_EQ(nullopts.load(), 1);
   EXPECT_EQ(epipes.load(), 1);
+}
+
+// Destroyed on its receiver's own thread while the receiver waits: the destructor cannot wait for that
+// thread, so it wakes the receiver and goes; the receiver resumes later with nullopt.
+TEST_P(Channel, DestroyedOnItsReceiversThreadWhileItWaitsWakesItLater) {
+  int ended = 0;
+  run([](int& ended) -> task<void> {
+    auto ch = std::make_unique<channel<int>>(*uring::executor::current(), 1);
+    bool receiving = false;
+    auto receiver = uring::spawn([](channel<int>& c, bool& receiving, int& ended) -> task<void> {
+      receiving = true;
+      if (!co_await c.receive()) ended = 1;
+    }(*ch, receiving, ended));
+    while (!receiving) co_await uring::nop();  // then it has parked: it runs on this thread
+    ch.reset();
+    co_await receiver;
+  }(ended));
+  EXPECT_EQ(ended, 1);
+}
+
+// Destroyed from a plain thread while its receiver waits on a lone executor that runs no loop then: the
+// receiver resumes with nullopt at that executor's next run.
+TEST_P(Channel, DestroyedWhileItsReceiverWaitsOnAnExecutorThatIsNotRunning) {
+  uring::executor ex(options());
+  auto ch = std::make_unique<channel<int>>(ex, 1);
+  int ended = 0;
+  bool receiving = false;
+  uring::join_handle<void> receiver =
+      ex.run([](channel<int>& c, bool& receiving, int& ended) -> task<uring::join_handle<void>> {
+        auto h = uring::spawn([](channel<int>& c, bool& receiving, int& ended) -> task<void> {
+          receiving = true;
+          if (!co_await c.receive()) ended = 1;
+        }(c, receiving, ended));
+        while (!receiving) co_await uring::nop();  // then it has parked: it runs on this thread
+        co_return h;
+      }(*ch, receiving, ended));
+  EXPECT_EQ(ended, 0);
+  ch.reset();
+  ex.run([](uring::join_handle<void>& h) -> task<void> { co_await h; }(receiver));
+  EXPECT_EQ(ended, 1);
+}
+
+// A blocked sender on a lone executor that runs no loop when the channel goes: the wake-up waits in that
+// executor's mailbox, and its shutdown frees the sender's frame unresumed; the frame's awaitable must not
+// touch the channel then (ASan sees it if it does).
+TEST_P(Channel, ASenderFreedByItsExecutorAfterTheChannelWentLeavesTheChannelAlone) {
+  uring::executor receiving(options());
+  auto sender = std::make_unique<uring::executor>(options());
+  auto ch = std::make_unique<channel<int>>(receiving, 1);
+  ASSERT_TRUE(ch->try_send(0));  // full: the next send blocks
+  bool sending = false;
+  sender->run([](channel<int>& c, bool& sending) -> task<void> {
+    uring::spawn([](channel<int>& c, bool& sending) -> task<void> {
+      sending = true;
+      co_await c.send(1);
+    }(c, sending));
+    while (!sending) co_await uring::nop();  // then it has blocked: it runs on this thread
+  }(*ch, sending));
+  ch.reset();
+  sender.reset();
 }
 
 // The bound is capacity itself, whatever its size. A thread fills the channel while the receiver does not

@@ -33,10 +33,11 @@
 // not accepted; a send to a receiver whose executor refuses work throws std::system_error(ESHUTDOWN)
 // (try_send returns false) and keeps its value.
 //
-// Lifetime: the channel, and the receiving executor, must outlive every coroutine and thread that uses
-// it. A channel declared after the executor_group it serves (the natural order) may still be destroyed
-// first, by an exception leaving the scope: its destructor closes it, wakes its waiters and waits until
-// they are out (see ~channel); coroutines must not touch it after that.
+// Lifetime: the receiving executor must outlive the channel. The channel may go while coroutines wait on
+// it (a channel declared after the executor_group it serves, left by an exception before the group
+// stops; or destroyed on an executor's thread): its destructor closes it, so each waiter resumes with
+// EPIPE or std::nullopt whenever its executor runs it (or is freed by that executor's shutdown), and none
+// touches the channel's memory again. It waits for nobody. Code must not use the channel after that.
 #pragma once
 
 #include <algorithm>
@@ -45,7 +46,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -63,6 +63,20 @@
 
 namespace uring {
 
+namespace detail {
+// What a channel leaves behind for the coroutines suspended in it: it counts them (plus one for the
+// channel itself) and says whether the channel is still there, so that a waiter resumed or destroyed
+// after the channel went touches only this.
+struct channel_life {
+  std::atomic<std::uint32_t> refs{1};
+  spin_lock lock;  // an abandoned waiter unlinks itself under it; ~channel ends `alive` under it
+  bool alive = true;
+  void release() noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+}  // namespace detail
+
 template <class T>
 class channel {
   static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T>,
@@ -79,7 +93,7 @@ class channel {
     send_awaiter(const send_awaiter&) = delete;
     send_awaiter& operator=(const send_awaiter&) = delete;
     ~send_awaiter() {
-      if (suspended_) ch_->abandon(*this);  // the frame is destroyed while the send waits
+      if (suspended_) abandon(ch_, life_, *this);  // the frame is destroyed while the send waits
     }
 
     // Most sends complete here, without suspending the coroutine (callgrind: 79 -> 74 instructions a
@@ -89,7 +103,7 @@ class channel {
     void await_resume() {
       if (suspended_) {
         suspended_ = false;
-        ch_->left();
+        life_->release();
       }
       if (error_ != 0) {
         throw std::system_error(error_, std::system_category(),
@@ -112,8 +126,9 @@ class channel {
     std::coroutine_handle<> handle_;
     executor* executor_;
     int error_ = 0;
-    state state_ = state::idle;  // guarded by the channel's mutex
-    bool suspended_ = false;     // the sending coroutine's own: true from suspension to resumption
+    state state_ = state::idle;   // guarded by the channel's mutex
+    bool suspended_ = false;      // the sending coroutine's own: true from suspension to resumption
+    detail::channel_life* life_;  // set when the send blocks
   };
 
   // The awaitable returned by receive(); the parked receiver's node.
@@ -125,7 +140,7 @@ class channel {
     receive_awaiter(const receive_awaiter&) = delete;
     receive_awaiter& operator=(const receive_awaiter&) = delete;
     ~receive_awaiter() {
-      if (suspended_) ch_->abandon(*this);
+      if (suspended_) abandon(ch_, life_, *this);
     }
 
     bool await_ready() { return ch_->receive_now(*this); }
@@ -133,7 +148,7 @@ class channel {
     std::optional<T> await_resume() noexcept {
       if (suspended_) {
         suspended_ = false;
-        ch_->left();
+        life_->release();
       }
       return std::move(result_);
     }
@@ -144,36 +159,29 @@ class channel {
     std::optional<T> result_;         // written by the waker before it posts this node
     std::coroutine_handle<> handle_;  // set when the receive parks
     bool suspended_ = false;
+    detail::channel_life* life_;  // set when the receive parks
   };
 
   // Values go to coroutines on `receiver`. Throws std::invalid_argument if capacity is 0.
   channel(executor& receiver, std::size_t capacity)
       : receiver_(receiver), capacity_(capacity), publish_every_(publish_interval(capacity)) {
-    if (capacity == 0) throw std::invalid_argument("uring::channel: capacity must be at least 1");
+    if (capacity == 0) {
+      delete life_;
+      throw std::invalid_argument("uring::channel: capacity must be at least 1");
+    }
   }
   channel(const channel&) = delete;
   channel& operator=(const channel&) = delete;
   // Closes the channel: its waiters are woken (a blocked send throws EPIPE, a parked receive yields
-  // std::nullopt) and, when they all run on executors of an executor_group (which run until stopped),
-  // waited for until none is inside the channel any more. Anything else with coroutines waiting (called
-  // on an executor's thread, or a waiter on a lone executor, which may not be running) prints a message
-  // and calls std::terminate: the waiters could never be resumed before the memory goes.
+  // std::nullopt) and left to resume on their executors' turns; from then on they touch only the
+  // channel's detail::channel_life.
   ~channel() {
-    bool can_wait = executor::current() == nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (parked_ == nullptr && head_ == nullptr && suspended_.load(std::memory_order_acquire) == 0) return;
-      if (parked_ != nullptr) can_wait = can_wait && detail::executor_access::in_group(receiver_);
-      for (send_awaiter* w = head_; w != nullptr && can_wait; w = w->next_)
-        can_wait = detail::executor_access::in_group(*w->executor_);
-    }
-    if (!can_wait) {
-      std::fprintf(stderr, "uring::channel destroyed while coroutines wait on it\n");
-      std::terminate();
-    }
     close();
-    dying_.store(true);
-    for (std::uint32_t n = suspended_.load(); n != 0; n = suspended_.load()) suspended_.wait(n);
+    {
+      std::lock_guard lock(life_->lock);  // an abandoning waiter is done with the channel
+      life_->alive = false;
+    }
+    life_->release();
   }
 
   // Awaiting it sends `value`: suspends while the channel is full. Throws std::system_error(EPIPE) once
@@ -261,7 +269,8 @@ class channel {
     s.executor_ = &ex;
     s.handle_ = h;
     s.suspended_ = true;
-    suspended_.fetch_add(1, std::memory_order_relaxed);
+    s.life_ = life_;
+    life_->refs.fetch_add(1, std::memory_order_relaxed);
     s.prev_ = tail_;
     s.next_ = nullptr;
     (tail_ != nullptr ? tail_->next_ : head_) = &s;
@@ -341,7 +350,8 @@ class channel {
     r.discard = [](detail::remote_node*) noexcept {};
     r.handle_ = h;
     r.suspended_ = true;
-    suspended_.fetch_add(1, std::memory_order_relaxed);
+    r.life_ = life_;
+    life_->refs.fetch_add(1, std::memory_order_relaxed);
     parked_ = &r;
     woke_early_ = false;  // a new turn: its enter carries every doorbell still queued
     return true;
@@ -396,27 +406,24 @@ class channel {
   }
 
   // A waiter's frame is destroyed before it resumed. If it is still linked, nobody has posted it and,
-  // holding the mutex, nobody can; if it was posted, its executor discards the node.
-  void abandon(send_awaiter& w) noexcept {
+  // holding the mutex, nobody can; if it was posted, its executor discards the node. A channel already
+  // gone unlinked every waiter when it closed.
+  template <class Awaiter>
+  static void abandon(channel* ch, detail::channel_life* life, Awaiter& w) noexcept {
     {
-      std::lock_guard lock(mutex_);
-      if (w.state_ == send_awaiter::state::queued) unlink(w);
-      w.state_ = send_awaiter::state::done;
+      std::lock_guard keep(life->lock);
+      if (life->alive) ch->unlink_abandoned(w);
     }
-    left();
+    life->release();
   }
-  void abandon(receive_awaiter& r) noexcept {
-    {
-      std::lock_guard lock(mutex_);
-      if (parked_ == &r) parked_ = nullptr;
-    }
-    left();
+  void unlink_abandoned(send_awaiter& w) noexcept {
+    std::lock_guard lock(mutex_);
+    if (w.state_ == send_awaiter::state::queued) unlink(w);
+    w.state_ = send_awaiter::state::done;
   }
-  // A coroutine that suspended in send or receive is done with the channel (resumed, or its frame
-  // destroyed): the last access an awaiter makes, so a destructor waiting for none to remain may go on.
-  // seq_cst pairs with the destructor's store of dying_ then load of suspended_: one of them sees the other.
-  void left() noexcept {
-    if (suspended_.fetch_sub(1) == 1 && dying_.load()) suspended_.notify_all();
+  void unlink_abandoned(receive_awaiter& r) noexcept {
+    std::lock_guard lock(mutex_);
+    if (parked_ == &r) parked_ = nullptr;
   }
 
   // Three cache lines, by who writes them: measured, a stream's sender spent ~70% of its time in the
@@ -436,10 +443,9 @@ class channel {
   // Read by both sides, written rarely: the receiver every publish_every_ values, a sender when it blocks.
   alignas(64) std::atomic<std::size_t> in_local_{0};  // local_'s size as last published (never below it)
   std::atomic<bool> blocked_{false};                  // head_ != nullptr, for the receiver's lock-free path
-  // Written on every suspension and resumption (a line of its own, so senders' reads of in_local_ stay
-  // put): coroutines suspended in send or receive, woken or not, and whether the destructor waits for them.
-  alignas(64) std::atomic<std::uint32_t> suspended_{0};
-  std::atomic<bool> dying_{false};
+  // Written on every suspension and resumption, on a line of its own (a separate allocation), so that
+  // senders' reads of in_local_ stay put.
+  detail::channel_life* life_ = new detail::channel_life;
   executor& receiver_;
   const std::size_t capacity_;
   const std::size_t publish_every_;
