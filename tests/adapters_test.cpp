@@ -1,5 +1,5 @@
 // The adapters (with_timeout, with_stop_token, .nothrow()) on every backend: on single operations, on
-// sleeps, on whole tasks and on composite operations, with the errors each gives.
+// sleeps, on streams, on whole tasks and on composite operations, with the errors each gives.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -193,6 +193,22 @@ TEST_P(Adapters, ANothrowTaskKeepsItsTimeoutAndTheAwaitersStop) {
   }(p.read_end.get(), stop));
   EXPECT_EQ(timed_out, ETIMEDOUT);
   EXPECT_EQ(cancelled, ECANCELED);  // the stop reached the task awaited in its nothrow form
+}
+
+TEST_P(Adapters, AStreamsNextInItsNothrowFormYieldsTheTimeoutAndThenTheConnection) {
+  auto listener = uring::net::tcp_listener::bind(uring::net::address::ip("127.0.0.1", 0));
+  auto r = run([](const uring::net::tcp_listener& l) -> task<std::pair<std::error_code, bool>> {
+    auto stream = l.accept_all();
+    auto late = co_await uring::with_timeout(stream.next(), 20ms).nothrow();
+    auto [client, got] = co_await uring::when_all(uring::net::tcp_stream::connect_to(l.local_address()),
+                                                  [](uring::net::accept_stream& s) -> task<bool> {
+                                                    auto r = co_await s.next().nothrow();
+                                                    co_return r.ok() && r.value().fd() >= 0;
+                                                  }(stream));
+    co_return std::pair{late.error(), got};
+  }(listener));
+  EXPECT_EQ(r.first, std::error_code(ETIMEDOUT, std::system_category()));
+  EXPECT_TRUE(r.second);
 }
 
 INSTANTIATE_BACKENDS(Adapters);

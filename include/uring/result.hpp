@@ -1,6 +1,6 @@
 // uring/result.hpp — what a task awaited in its nothrow form yields.
 //
-// Provides: uring::result<T>.
+// Provides: uring::result<T>, detail::nothrow_adapter (the nothrow form of an awaitable that throws).
 // Threads: a plain value; any thread.
 //
 // `co_await work().nothrow()` (uring/task.hpp) yields a result<T> instead of rethrowing: the task's
@@ -9,6 +9,7 @@
 // nothrow task reads like a nothrow operation's io_result; exception() keeps any other kind.
 #pragma once
 
+#include <coroutine>
 #include <exception>
 #include <optional>
 #include <system_error>
@@ -59,5 +60,42 @@ class result {
   std::exception_ptr error_;
   std::error_code code_;
 };
+
+namespace detail {
+
+// `a`, awaited without exceptions: yields result<R> where `a` yields R or throws. Moves `a` in, so only
+// for awaitables that may be moved until awaited.
+template <class Awaitable>
+class [[nodiscard]] nothrow_adapter {
+  using value = decltype(std::declval<Awaitable&>().await_resume());
+
+ public:
+  explicit nothrow_adapter(Awaitable a) noexcept(std::is_nothrow_move_constructible_v<Awaitable>)
+      : a_(std::move(a)) {}
+  bool await_ready() { return a_.await_ready(); }
+  template <class Promise>
+  decltype(auto) await_suspend(std::coroutine_handle<Promise> h) {
+    return a_.await_suspend(h);
+  }
+  result<value> await_resume() noexcept {
+    try {
+      if constexpr (std::is_void_v<value>) {
+        a_.await_resume();
+        return result<value>::done(true);
+      } else {
+        return result<value>::done(a_.await_resume());
+      }
+    } catch (const std::system_error& e) {
+      return result<value>::failed(std::current_exception(), e.code());
+    } catch (...) {
+      return result<value>::failed(std::current_exception(), {});
+    }
+  }
+
+ private:
+  Awaitable a_;
+};
+
+}  // namespace detail
 
 }  // namespace uring

@@ -20,6 +20,7 @@
 
 #include "uring/detail/deadline.hpp"
 #include "uring/executor.hpp"
+#include "uring/result.hpp"
 
 namespace uring::detail {
 
@@ -105,6 +106,10 @@ class [[nodiscard]] state_awaitable {
 
   // with_timeout: the wait fails with ETIMEDOUT once `t` has passed (where the State supports it).
   void set_timeout(std::chrono::nanoseconds t) noexcept { timeout_ns_ = t.count() < 0 ? 0 : t.count(); }
+  // The same wait, yielding uring::result<Result> instead of throwing (not after it was awaited).
+  nothrow_adapter<state_awaitable> nothrow() && noexcept {
+    return nothrow_adapter<state_awaitable>(std::move(*this));
+  }
   // with_stop_token: `t` in place of the awaiting coroutine's token.
   void set_stop_token(std::stop_token t) noexcept { token_ = std::move(t); }
 
