@@ -13,6 +13,9 @@
 // - a wait on other coroutines (a join handle, a scope's join, sync:: primitives, a name look-up) follows
 //   a stop token (wait_stop): the first such wait arms one timer at the deadline, whose firing stops
 //   the token those waits follow. with_timeout reports the ECANCELED that causes as ETIMEDOUT.
+// The timer lives in with_timeout's frame, armed on the executor of the first such wait. A frame that an
+// executor's shutdown frees unsettled is safe while that timer is on the same executor (its operations
+// are drained first); one freed while the timer is still in flight on another executor is not.
 #pragma once
 
 #include <atomic>
