@@ -256,6 +256,38 @@ TEST_P(Deadline, ATimerArmedOnAnotherExecutorIsSettledBeforeTheFrameEnds) {
   group.join();
 }
 
+// The task waits on another executor, where it armed the deadline's timer, when its own executor is
+// destroyed: that frees the frame, unsettled, while the timer is still in flight elsewhere. The timer's
+// completion (reaped when the other executor shuts down) must touch nothing of the frame (ASan sees it
+// if it does). Between members of one executor_group this cannot happen: each drains its ring before any
+// frees a frame.
+TEST_P(Deadline, AFrameFreedUnsettledWhileItsTimerRunsOnAnotherExecutorLeavesTheTimerSafe) {
+  uring::executor_group group(1, options());
+  uring::executor& other = group.at(0);
+  uring::sync::event never;
+  uring::sync::latch waiting(1);
+  {
+    uring::executor home(options());
+    home.run([](uring::executor& other, uring::sync::event& e, uring::sync::latch& l) -> task<void> {
+      uring::spawn([](uring::executor& other, uring::sync::event& e, uring::sync::latch& l) -> task<void> {
+        co_await uring::with_timeout(
+            [](uring::executor& other, uring::sync::event& e, uring::sync::latch& l) -> task<void> {
+              co_await uring::resume_on(other);
+              l.count_down();
+              co_await e.async_wait();  // arms the timer on `other`; never set
+            }(other, e, l),
+            1h);
+      }(other, e, l));
+      co_await l.async_wait();
+      uring::executor& home = *uring::executor::current();
+      co_await uring::resume_on(other);  // a later turn there: the task has suspended by now
+      co_await uring::resume_on(home);
+    }(other, never, waiting));
+  }  // frees the spawned frame, its deadline with it
+  group.stop();
+  group.join();
+}
+
 INSTANTIATE_BACKENDS(Deadline);
 
 }  // namespace

@@ -6,9 +6,11 @@
 
 #include <cerrno>
 #include <exception>
+#include <mutex>
 #include <system_error>
 #include <utility>
 
+#include "uring/detail/spin_lock.hpp"
 #include "uring/executor.hpp"
 #include "uring/task_adapters.hpp"
 
@@ -20,18 +22,29 @@ std::int64_t monotonic_ns() noexcept {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// The timer: a timeout operation at the deadline. Its completion is delivered also while an executor
+// shuts down (flagged multishot): a settling frame on another executor waits for it, and an orphaned
+// block is freed by it.
+struct deadline::timer final : operation {
+  explicit timer(deadline& d) noexcept : owner(&d), at(d.at_) {
+    complete = &deadline::on_timer;
+    multishot = true;
+    request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &at};
+  }
+  spin_lock lock;
+  deadline* owner;    // null once the frame went unsettled (under lock)
+  bool done = false;  // its completion came (under lock)
+  timespec64 at;
+};
+
 deadline::deadline(std::int64_t at_ns, std::stop_token outer) noexcept
     : at_ns_(at_ns), at_{at_ns / 1'000'000'000, at_ns % 1'000'000'000}, outer_(std::move(outer)) {
-  complete = &on_timer;
-  // Its completion is delivered also while an executor shuts down: a settling frame on another executor
-  // waits for it.
-  multishot = true;
   cancel_node_.d = this;
   cancel_node_.run = [](remote_node* n) noexcept {
     deadline* d = static_cast<cancel_node*>(n)->d;
     d->settling_ = true;
-    if (d->state != op_state::idle) {
-      executor_access::cancel(*d->timer_home_, *d);  // its completion wakes the settler
+    if (d->timer_->state != op_state::idle) {
+      executor_access::cancel(*d->timer_home_, *d->timer_);  // its completion wakes the settler
     } else {
       d->wake_settler();  // it completed before the cancel arrived
     }
@@ -42,7 +55,17 @@ deadline::deadline(std::int64_t at_ns, std::stop_token outer) noexcept
   resume_node_.discard = [](remote_node*) noexcept {};  // the settler's executor frees its frame
 }
 
-deadline::~deadline() = default;
+deadline::~deadline() {
+  if (timer_ == nullptr) return;
+  {
+    std::lock_guard lock(timer_->lock);
+    if (!timer_->done) {  // unsettled, in flight on another executor: its completion frees it
+      timer_->owner = nullptr;
+      return;
+    }
+  }
+  delete timer_;
+}
 
 std::stop_token deadline::token() {
   if (!source_.stop_possible()) {
@@ -54,8 +77,8 @@ std::stop_token deadline::token() {
     } else {
       executor& ex = executor_access::current("with_timeout");
       timer_home_ = &ex;
-      request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &at_};
-      executor_access::submit(ex, *this);
+      timer_ = new timer(*this);
+      executor_access::submit(ex, *timer_);
       armed_.store(true, std::memory_order_release);
     }
   }
@@ -63,21 +86,30 @@ std::stop_token deadline::token() {
 }
 
 void deadline::on_timer(operation* op) noexcept {
-  auto* d = static_cast<deadline*>(op);
-  if (d->res == -ETIME) {
+  auto* t = static_cast<timer*>(op);
+  t->lock.lock();
+  t->done = true;
+  deadline* d = t->owner;
+  if (d == nullptr) {  // the frame went unsettled
+    t->lock.unlock();
+    delete t;
+    return;
+  }
+  if (t->res == -ETIME) {
     d->expired_.store(true, std::memory_order_release);
     d->source_.request_stop();
   }
   if (d->settling_) d->wake_settler();
+  t->lock.unlock();  // the last touch: the frame may free the block from here on
 }
 
 bool deadline::settle(std::coroutine_handle<> h) noexcept {
   settler_ = h;
   settler_home_ = running_executor();
   if (settler_home_ == timer_home_) {
-    if (state == op_state::idle) return false;  // completed on this thread already
+    if (timer_->state == op_state::idle) return false;  // completed on this thread already
     settling_ = true;
-    executor_access::cancel(*timer_home_, *this);
+    executor_access::cancel(*timer_home_, *timer_);
     return true;
   }
   // The task ended on another executor than its timer's: the cancel, and the check whether the timer

@@ -13,9 +13,9 @@
 // - a wait on other coroutines (a join handle, a scope's join, sync:: primitives, a name look-up) follows
 //   a stop token (wait_stop): the first such wait arms one timer at the deadline, whose firing stops
 //   the token those waits follow. with_timeout reports the ECANCELED that causes as ETIMEDOUT.
-// The timer lives in with_timeout's frame, armed on the executor of the first such wait. A frame that an
-// executor's shutdown frees unsettled is safe while that timer is on the same executor (its operations
-// are drained first); one freed while the timer is still in flight on another executor is not.
+// The timer is armed on the executor of the first such wait, in a block of its own: a frame that an
+// executor's shutdown frees unsettled, while the timer is still in flight on another executor, leaves
+// the block to the timer's completion, which frees it.
 #pragma once
 
 #include <atomic>
@@ -37,7 +37,7 @@ namespace uring::detail {
 // CLOCK_MONOTONIC (std::chrono::steady_clock) in nanoseconds.
 std::int64_t monotonic_ns() noexcept;
 
-class deadline final : private operation {
+class deadline final {
  public:
   // A limit at `at_ns` (CLOCK_MONOTONIC) for a task that otherwise follows `outer`.
   deadline(std::int64_t at_ns, std::stop_token outer) noexcept;
@@ -78,6 +78,7 @@ class deadline final : private operation {
     deadline* d;
     void operator()() const noexcept { d->source_.request_stop(); }
   };
+  struct timer;  // src/time/deadline.cpp
   static void on_timer(operation* op) noexcept;
   bool settle(std::coroutine_handle<> h) noexcept;
   void wake_settler() noexcept;
@@ -87,6 +88,7 @@ class deadline final : private operation {
   std::stop_token outer_;
   std::stop_source source_{std::nostopstate};  // made by the first token()
   std::optional<std::stop_callback<forward_stop>> forward_;
+  timer* timer_ = nullptr;          // made by the first token() that arms it
   executor* timer_home_ = nullptr;  // where the timer runs
   std::atomic<bool> armed_{false};
   std::atomic<bool> expired_{false};
