@@ -11,8 +11,9 @@
 // ("read_exactly: Connection timed out"), a stopped wait is reported as
 // std::system_error(ETIMEDOUT, "with_timeout"). An operation started after the deadline fails at once,
 // so a task that catches the error and goes on cannot wait any longer. The task's value or exception is
-// the result. Nested time-outs: the earlier deadline wins. A time-out costs no frame or timer of its own
-// unless the task waits on other coroutines (one timer, armed by the first such wait).
+// the result (`.nothrow()` on the timed task yields it as uring::result). Nested time-outs: the earlier
+// deadline wins. A time-out costs one coroutine frame, and a timer only where the task waits on other
+// coroutines (one, armed by the first such wait).
 // with_stop_token(work(), token) makes `token` the one the task's operations follow, in place of the
 // awaiting coroutine's.
 #pragma once
