@@ -18,7 +18,6 @@
 #include <memory>
 #include <stdexcept>
 #include <stop_token>
-#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -185,25 +184,10 @@ class [[nodiscard]] nothrow_task {
  public:
   explicit nothrow_task(task<T> t) noexcept : task_(std::move(t)) {}
 
-  class awaiter : public task<T>::awaiter {
-   public:
-    using task<T>::awaiter::awaiter;
-    result<T> await_resume() noexcept {
-      try {
-        if constexpr (std::is_void_v<T>) {
-          task<T>::awaiter::await_resume();
-          return result<T>::done(true);
-        } else {
-          return result<T>::done(task<T>::awaiter::await_resume());
-        }
-      } catch (const std::system_error& e) {
-        return result<T>::failed(std::current_exception(), e.code());
-      } catch (...) {
-        return result<T>::failed(std::current_exception(), {});
-      }
-    }
-  };
-  awaiter operator co_await() && noexcept { return awaiter{handle_of(task_)}; }
+  // The task's own awaiter (stop token and deadline passed on as for any await), its failure caught.
+  detail::nothrow_adapter<typename task<T>::awaiter> operator co_await() && noexcept {
+    return detail::nothrow_adapter<typename task<T>::awaiter>(typename task<T>::awaiter{handle_of(task_)});
+  }
 
  private:
   static std::coroutine_handle<typename task<T>::promise_type> handle_of(task<T>& t) noexcept {
