@@ -122,7 +122,7 @@ template <class Rep, class Period>
 timespec64 to_timespec(std::chrono::duration<Rep, Period> d) noexcept {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
   if (ns < 0) ns = 0;
-  return {ns / 1'000'000'000, ns % 1'000'000'000};
+  return timespec_of_ns(ns);
 }
 }  // namespace detail
 

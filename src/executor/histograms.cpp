@@ -1,15 +1,10 @@
 // executor/histograms.cpp — the loop's and the operations' histograms (uring/executor_histograms.hpp).
-#include <time.h>
-
 #include "executor/executor_state.hpp"
 
 namespace uring {
 
 std::uint32_t executor::impl::fine_now_us() noexcept {
-  ::timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000 +
-                                    static_cast<std::uint64_t>(ts.tv_nsec) / 1000);
+  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(detail::monotonic_ns()) / 1000);
 }
 
 void executor::impl::note_final(const detail::operation& op) noexcept {

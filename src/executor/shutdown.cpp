@@ -111,7 +111,7 @@ void executor::impl::drain_cancelled() {
       deadline = std::chrono::steady_clock::now() + kShutdownGrace;
       const auto ns =
           std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
-      at = {ns / 1'000'000'000, ns % 1'000'000'000};
+      at = detail::timespec_of_ns(ns);
       timer.request = {.code = detail::op_code::timeout, .op_flags = detail::kTimeoutAbsolute, .addr = &at};
       queue.push(timer);
     }

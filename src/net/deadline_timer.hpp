@@ -41,7 +41,7 @@ class deadline_timer final : public operation {
     }
     if (!executor_core::accepting(ex)) return;
     at_ns_ = deadline_ns;
-    at_ = {deadline_ns / 1'000'000'000, deadline_ns % 1'000'000'000};
+    at_ = timespec_of_ns(deadline_ns);
     request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &at_};
     keep_ = std::move(me);
     executor_access::submit(ex, *this);

@@ -205,7 +205,7 @@ executor* state_suspend(const std::shared_ptr<zc_step>& s, std::coroutine_handle
   executor_access::submit(ex, *s);
   s->watch.list(ex, *s);
   if (s->deadline_ns != 0) {
-    s->timer.at = {s->deadline_ns / 1'000'000'000, s->deadline_ns % 1'000'000'000};
+    s->timer.at = timespec_of_ns(s->deadline_ns);
     s->timer.request = {.code = op_code::timeout, .op_flags = kTimeoutAbsolute, .addr = &s->timer.at};
     s->timer.keep = s;
     executor_access::submit(ex, s->timer);

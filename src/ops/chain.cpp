@@ -88,9 +88,9 @@ bool chain_base::start(executor& ex, std::coroutine_handle<> waiter, const std::
 
 void chain_base::bound_by(const deadline& d) noexcept {
   const std::int64_t left = std::max<std::int64_t>(d.at_ns() - monotonic_ns(), 0);
-  if (timed && limit.tv_sec * 1'000'000'000 + limit.tv_nsec <= left) return;
+  if (timed && ns_of(limit) <= left) return;
   timed = true;
-  limit = {left / 1'000'000'000, left % 1'000'000'000};
+  limit = timespec_of_ns(left);
 }
 
 void chain_base::end() noexcept {

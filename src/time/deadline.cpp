@@ -2,8 +2,6 @@
 // and the settling that never frees that timer in flight.
 #include "uring/detail/deadline.hpp"
 
-#include <time.h>
-
 #include <cerrno>
 #include <exception>
 #include <mutex>
@@ -15,12 +13,6 @@
 #include "uring/task_adapters.hpp"
 
 namespace uring::detail {
-
-std::int64_t monotonic_ns() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // The timer: a timeout operation at the deadline. Its completion is delivered also while an executor
 // shuts down (flagged multishot): a settling frame on another executor waits for it, and an orphaned
@@ -38,7 +30,7 @@ struct deadline::timer final : operation {
 };
 
 deadline::deadline(std::int64_t at_ns, std::stop_token outer) noexcept
-    : at_ns_(at_ns), at_{at_ns / 1'000'000'000, at_ns % 1'000'000'000}, outer_(std::move(outer)) {
+    : at_ns_(at_ns), at_(timespec_of_ns(at_ns)), outer_(std::move(outer)) {
   cancel_node_.d = this;
   cancel_node_.run = [](remote_node* n) noexcept {
     deadline* d = static_cast<cancel_node*>(n)->d;

@@ -21,7 +21,7 @@ struct ticker_state : operation {
   explicit ticker_state(std::int64_t period) : period_ns(period), timer(*this) {
     complete = &on_complete;
     multishot = true;
-    period_ts = {period / 1'000'000'000, period % 1'000'000'000};
+    period_ts = timespec_of_ns(period);
   }
   ticker_state(const ticker_state&) = delete;
   ticker_state& operator=(const ticker_state&) = delete;

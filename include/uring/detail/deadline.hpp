@@ -34,9 +34,6 @@ class executor;
 
 namespace uring::detail {
 
-// CLOCK_MONOTONIC (std::chrono::steady_clock) in nanoseconds.
-std::int64_t monotonic_ns() noexcept;
-
 class deadline final {
  public:
   // A limit at `at_ns` (CLOCK_MONOTONIC) for a task that otherwise follows `outer`.

@@ -280,7 +280,7 @@ class [[nodiscard]] io_awaitable : private operation {
     const std::int64_t now = monotonic_ns();
     if (now >= limit.at_ns()) return false;
     if (const timespec64* own = request.link_timeout; own != nullptr) {
-      if (now + own->tv_sec * 1'000'000'000 + own->tv_nsec <= limit.at_ns()) return true;
+      if (now + ns_of(*own) <= limit.at_ns()) return true;
     }
     request.link_timeout = as_absolute(limit.at());
     return true;

@@ -9,6 +9,8 @@
 // from submission until its completion has been delivered: awaitables keep it in the coroutine frame.
 #pragma once
 
+#include <time.h>
+
 #include <array>
 #include <cerrno>
 #include <coroutine>
@@ -46,6 +48,17 @@ struct timespec64 {
   std::int64_t tv_sec = 0;
   std::int64_t tv_nsec = 0;
 };
+// Nanoseconds (non-negative) as a timespec64, and back.
+constexpr timespec64 timespec_of_ns(std::int64_t ns) noexcept {
+  return {ns / 1'000'000'000, ns % 1'000'000'000};
+}
+constexpr std::int64_t ns_of(const timespec64& t) noexcept { return t.tv_sec * 1'000'000'000 + t.tv_nsec; }
+// CLOCK_MONOTONIC (std::chrono::steady_clock, and the kernel's timeouts) in nanoseconds.
+inline std::int64_t monotonic_ns() noexcept {
+  ::timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 struct io_request {
   op_code code = op_code::nop;

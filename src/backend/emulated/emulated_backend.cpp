@@ -194,7 +194,7 @@ void emulated_backend::start_own(operation& op) {
       return;
     case op_code::timeout: {
       const auto& t = *static_cast<const timespec64*>(r.addr);
-      std::int64_t deadline = (r.op_flags & kTimeoutAbsolute) ? to_ns(t) : now_ns() + to_ns(t);
+      std::int64_t deadline = (r.op_flags & kTimeoutAbsolute) ? ns_of(t) : monotonic_ns() + ns_of(t);
       timers_.push(timer{deadline, &op, park(op)});
       return;
     }

@@ -100,14 +100,6 @@ class emulated_backend final : public backend {
     return op_info(r.code).emulated(r, t);
   }
 
-  static std::int64_t now_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
-  }
-
-  static std::int64_t to_ns(const timespec64& t) { return t.tv_sec * 1'000'000'000LL + t.tv_nsec; }
-
   // ---- emulated_backend.cpp: starting operations, posting completions ----
 
   // `in_worker`: the kernel would have completed it in an io-wq worker (see run_sync).

@@ -41,7 +41,7 @@ std::uint64_t emulated_backend::park(operation& op) {
   waiting_[&op] = id;
   if (op.request.link_timeout != nullptr) {
     const link_time t = link_time_of(op.request);
-    timers_.push(timer{t.absolute ? to_ns(*t.time) : now_ns() + to_ns(*t.time), &op, id, true});
+    timers_.push(timer{t.absolute ? ns_of(*t.time) : monotonic_ns() + ns_of(*t.time), &op, id, true});
   }
   return id;
 }
@@ -124,7 +124,7 @@ void emulated_backend::wait_for_events(bool block) {
     if (timers_.empty()) {
       timeout_ptr = nullptr;  // only an fd (or the executor's wake-up eventfd) can end this wait
     } else {
-      std::int64_t left = std::max<std::int64_t>(0, timers_.top().deadline_ns - now_ns());
+      std::int64_t left = std::max<std::int64_t>(0, timers_.top().deadline_ns - monotonic_ns());
       timeout = {static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
     }
   }
@@ -205,7 +205,7 @@ bool emulated_backend::live(const timer& t) const {
 }
 
 void emulated_backend::expire_timers() {
-  const std::int64_t now = now_ns();
+  const std::int64_t now = monotonic_ns();
   while (!timers_.empty() && timers_.top().deadline_ns <= now) {
     timer t = timers_.top();
     timers_.pop();
