@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <system_error>
@@ -13,6 +14,7 @@
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
+#include "tcp_pair.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -62,6 +64,38 @@ TEST_P(Deadline, AnOperationStartedAfterTheDeadlineFailsAtOnce) {
   }(p.read_end.get()));
   EXPECT_EQ(r.first, -ETIMEDOUT);
   EXPECT_EQ(r.second, -ETIMEDOUT);
+}
+
+// How a send_file of 4 MiB to a peer that never reads ends, under `bound` (with_timeout or
+// with_stop_token, applied on the executor). The splice into the full socket blocks in a kernel worker
+// thread.
+template <class Bound>
+task<failure> send_file_to_a_peer_that_never_reads(Bound bound) {
+  uring::test::tcp_pair pair;
+  uring::test::unique_fd file = uring::test::temp_file();
+  if (::ftruncate(file.get(), 4 << 20) != 0)
+    throw std::system_error(errno, std::system_category(), "ftruncate");
+  uring::net::tcp_stream out(::dup(pair.sender.get()));
+  co_return co_await failure_of(bound(out.send_file(file.get(), 0, 4 << 20)));
+}
+
+TEST_P(Deadline, ASendFileToAPeerThatNeverReadsEndsAtTheDeadline) {
+  auto f = run(send_file_to_a_peer_that_never_reads(
+      [](task<std::size_t> t) { return uring::with_timeout(std::move(t), 200ms); }));
+  EXPECT_EQ(f.code, ETIMEDOUT) << f.what;
+}
+
+// Stopped by a token instead, the worker's interrupted syscall reads as a cancel.
+TEST_P(Deadline, ASendFileToAPeerThatNeverReadsStoppedSaysEcanceled) {
+  auto f = run(send_file_to_a_peer_that_never_reads([](task<std::size_t> t) {
+    auto stop = std::make_shared<std::stop_source>();
+    uring::spawn([](std::shared_ptr<std::stop_source> st) -> task<void> {
+      co_await uring::sleep_for(100ms);
+      st->request_stop();
+    }(stop));
+    return uring::with_stop_token(std::move(t), stop->get_token());
+  }));
+  EXPECT_EQ(f.code, ECANCELED) << f.what;
 }
 
 TEST_P(Deadline, AZeroTimeoutFailsTheFirstOperation) {

@@ -14,6 +14,8 @@
 #include <system_error>
 
 #include "net/zc_step.hpp"
+#include "uring/detail/deadline.hpp"
+#include "uring/io.hpp"
 #include "uring/owned_fd.hpp"
 
 namespace uring::net {
@@ -93,12 +95,16 @@ task<std::size_t> tcp_stream::send_file(int file_fd, std::uint64_t offset, std::
   // A pipe holds 64 KiB by default; a larger one moves more per pair of splices (best effort: the
   // unprivileged limit is /proc/sys/fs/pipe-max-size).
   (void)::fcntl(to_pipe.get(), F_SETPIPE_SZ, 1 << 20);
+  // A splice into a socket the peer does not read blocks in an io-wq worker, where a linked timeout
+  // does not reach it: the task's deadline ends it by a cancel instead, through the token it stops.
+  const detail::wait_stop stop = co_await detail::awaiting_stop{};
   std::size_t done = 0;
   while (done < len) {
     std::size_t in_pipe = co_await splice(file_fd, offset + done, to_pipe.get(), len - done);
     if (in_pipe == 0) break;  // the file ended
     for (std::size_t out = 0; out < in_pipe;) {
-      out += co_await splice(from_pipe.get(), detail::kCurrentPosition, fd(), in_pipe - out);
+      out += co_await uring::with_stop_token(
+          splice(from_pipe.get(), detail::kCurrentPosition, fd(), in_pipe - out), stop.token());
     }
     done += in_pipe;
   }

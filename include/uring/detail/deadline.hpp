@@ -1,6 +1,7 @@
 // uring/detail/deadline.hpp — the time limit with_timeout puts on a whole task.
 //
-// Provides: detail::deadline, detail::deadline_of, detail::wait_stop, detail::monotonic_ns.
+// Provides: detail::deadline, detail::deadline_of, detail::wait_stop, detail::awaiting_stop,
+// detail::monotonic_ns.
 // Threads: a deadline is made and settled by with_timeout's frame; the task's awaitables read it on
 // whichever executor they run, and its timer may run on another executor than the frame ends on.
 //
@@ -141,6 +142,20 @@ class wait_stop {
   };
   std::stop_token token_;
   std::unique_ptr<both, both_deleter> both_;
+};
+
+// `co_await awaiting_stop{}` inside a task yields, without suspending, the wait_stop its waits follow: for
+// an operation that a linked timeout cannot end (a splice blocked in an io-wq worker ignores one; a
+// cancel interrupts it), given to it by with_stop_token.
+struct awaiting_stop {
+  wait_stop stop;
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> h) {
+    stop.follow(h.promise());
+    return false;
+  }
+  wait_stop await_resume() noexcept { return std::move(stop); }
 };
 
 }  // namespace uring::detail

@@ -182,8 +182,9 @@ class [[nodiscard]] io_awaitable : private operation {
       stopped = cancel_->finish();
       cancel_ = nullptr;  // cleared after the call, so the destructor's test folds on both paths
       // An operation cancelled while it blocked in an io-wq worker (a unix-domain connect to a full
-      // queue) says EINTR, the worker's interrupted syscall: report the cancel as such.
-      if (res == -EINTR && stopped) res = -ECANCELED;
+      // queue, a splice into a full socket) says EINTR or the kernel's internal ERESTARTSYS (512) to
+      // ERESTART_RESTARTBLOCK (516), the worker's interrupted syscall: report the cancel as such.
+      if (stopped && (res == -EINTR || (res <= -512 && res >= -516))) res = -ECANCELED;
     }
     std::int32_t r = res;
     if (r < 0) [[unlikely]]
