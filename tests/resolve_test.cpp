@@ -312,6 +312,75 @@ TEST_P(Resolve, ConnectFailureNamesTheHost) {
   EXPECT_EQ(what, "connect localhost:" + port + ": " + code.message());
 }
 
+// A listener on [::1]:port whose accept queue is full: the kernel drops further SYNs, so a connect there
+// neither succeeds nor fails for minutes.
+struct unanswering_v6 {
+  uring::net::tcp_listener listener;
+  uring::owned_fd queued;
+  explicit unanswering_v6(std::uint16_t port)
+      : listener(uring::net::tcp_listener::bind(address::ip("::1", port), {.backlog = 0})),
+        queued(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    const address self = listener.local_address();
+    if (::connect(queued.get(), self.data(), self.size()) != 0) {
+      throw std::system_error(errno, std::system_category(), "connect to fill the queue");
+    }
+  }
+};
+
+TEST_P(Resolve, ConnectByNameRacesPastAnAddressThatDoesNotAnswer) {
+  auto listener = uring::net::tcp_listener::bind(loopback());
+  const std::uint16_t port = listener.local_address().port();
+  unanswering_v6 v6(port);
+  // "localhost" is ::1 first, which never answers; 127.0.0.1 starts after the attempt delay and wins.
+  const auto start = std::chrono::steady_clock::now();
+  std::string peer = run([](const uring::net::tcp_listener& l, std::string p) -> task<std::string> {
+    uring::net::tcp_stream client =
+        co_await uring::with_timeout(uring::net::connect("localhost", p), std::chrono::seconds(20));
+    uring::net::tcp_stream server = co_await l.accept();
+    co_return client.peer_address().to_string();
+  }(listener, std::to_string(port)));
+  EXPECT_EQ(peer, "127.0.0.1:" + std::to_string(port));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);  // ::1 was tried first, for the delay
+}
+
+TEST_P(Resolve, ConnectByNameCutShortByItsDeadlineEndsItsAttempts) {
+  const std::uint16_t port = [] {
+    auto l = uring::net::tcp_listener::bind(loopback());
+    return l.local_address().port();
+  }();
+  unanswering_v6 v6(port);
+  std::string what;
+  const auto start = std::chrono::steady_clock::now();
+  auto code = error_of(
+      [&] {
+        run(uring::with_timeout(uring::net::connect("localhost", std::to_string(port), {.family = AF_INET6}),
+                                std::chrono::milliseconds(300)));
+      },
+      &what);
+  EXPECT_EQ(code, std::errc::timed_out) << what;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
+TEST_P(Resolve, ConnectByNameStoppedEndsItsAttempts) {
+  const std::uint16_t port = [] {
+    auto l = uring::net::tcp_listener::bind(loopback());
+    return l.local_address().port();
+  }();
+  unanswering_v6 v6(port);
+  auto code = error_of([&] {
+    run([](std::string p) -> task<void> {
+      std::stop_source stop;
+      uring::spawn([](std::stop_source& s) -> task<void> {
+        co_await uring::sleep_for(std::chrono::milliseconds(50));
+        s.request_stop();
+      }(stop));
+      co_await uring::with_stop_token(uring::net::connect("localhost", p, {.family = AF_INET6}),
+                                      stop.get_token());
+    }(std::to_string(port)));
+  });
+  EXPECT_EQ(code, std::errc::operation_canceled);
+}
+
 INSTANTIATE_BACKENDS(Resolve);
 
 }  // namespace

@@ -231,18 +231,4 @@ task<std::vector<address>> resolve(std::string host, std::string service, resolv
   co_return std::move(l->result);
 }
 
-task<tcp_stream> connect(std::string host, std::string service, resolve_options opts) {
-  std::vector<address> peers = co_await resolve(host, service, opts);
-  std::error_code last = std::error_code(EAI_NONAME, resolve_category());
-  for (const address& peer : peers) {
-    try {
-      co_return co_await tcp_stream::connect_to(peer);
-    } catch (const std::system_error& e) {
-      if (e.code() == std::errc::operation_canceled) throw;  // stopped: no other address is tried
-      last = e.code();
-    }
-  }
-  throw std::system_error(last, "connect " + host + ":" + service);
-}
-
 }  // namespace uring::net

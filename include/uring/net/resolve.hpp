@@ -44,10 +44,13 @@ const std::error_category& resolve_category() noexcept;
 // 127.0.0.1 (only those of `family`).
 task<std::vector<address>> resolve(std::string host, std::string service, resolve_options opts = {});
 
-// Resolves `host` and connects to its addresses one after the other (no racing of families, "happy
-// eyeballs", yet), yielding the first connection made. If none is, throws the last connect's error
-// naming the host and service ("connect localhost:80: Connection refused"); a stop (ECANCELED) or a
-// resolve error ends it at once.
+// Resolves `host` and races connections to its addresses as RFC 8305 ("happy eyeballs") describes: the
+// families alternate, starting with the look-up's first; each attempt starts when the one before it
+// fails, or 250 ms after it started if it has not connected by then, and the others keep going. The first
+// connection made wins and the attempts still running are cancelled. If none connects, throws the last
+// error naming the host and service ("connect localhost:80: Connection refused"). A resolve error, a stop
+// (ECANCELED) or the awaiting task's deadline (with_timeout) ends it at once, attempts cancelled. The
+// attempts run on the awaiting coroutine's executor.
 task<tcp_stream> connect(std::string host, std::string service, resolve_options opts = {});
 
 }  // namespace uring::net
