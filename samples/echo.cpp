@@ -145,7 +145,7 @@ task<void> serve_leased(tcp_stream s, sample::worker* w, std::chrono::millisecon
 // The connection handler run_server spawns: a plain function object, copied to every thread.
 struct echo_handler {
   std::chrono::milliseconds idle;
-  task<void> operator()(tcp_stream s, sample::worker* w) const {
+  task<void> operator()(tcp_stream s, sample::worker* w, int /*endpoint: one port*/) const {
     return w->pool != nullptr ? serve_leased(std::move(s), w, idle) : serve_connection(std::move(s), w, idle);
   }
 };

@@ -5,9 +5,10 @@
 // --backend, --accept one|reuseport, --recv leased|copy, --drain-timeout and the parsing of numbers),
 // sample::worker and sample::input_ends_at_drain (one executor's connections, a uring::task_scope, and
 // its drain), and sample::run_server, which binds one SO_REUSEPORT listener per thread, runs an
-// executor per thread with a multishot accept loop that spawns handler(stream, worker*) (or, with --accept
-// one, one listener on the first thread handing connections to every thread in turn), prints
-// "<name>: listening on ADDRESS (N threads, BACKEND backend, leased|copy recv)", and on SIGTERM/SIGINT (a
+// executor per thread with a multishot accept loop that spawns handler(stream, worker*, endpoint) (or, with
+// --accept one, one listener on the first thread handing connections to every thread in turn), prints
+// "<name>: listening on ADDRESS (N threads, BACKEND backend, leased|copy recv)" ("listening on ADDRESS and
+// on ADDRESS2 for NAME (..." with a second port), and on SIGTERM/SIGINT (a
 // signalfd) drains: stop accepting, let every connection finish within --drain-timeout, end the ones still
 // open then (worker::abort), exit status 0 (1 if a worker failed). An executor that cannot start (io_uring
 // demanded but unusable) ends the program at once, status 1, with the reason and no "listening" line.
@@ -62,6 +63,10 @@ struct server_flags {
   std::chrono::milliseconds drain_timeout{5000};
   // executor_options::histograms: the loop's and the operations' histograms, for a metrics page.
   bool histograms = false;
+  // A second port on the same address (uring-http's HTTPS), named in the banner by `second_name`; its
+  // connections reach the handler as endpoint 1. -1: none.
+  int second_port = -1;
+  const char* second_name = "";
 };
 
 // Walks argv: flag() is the current argument, value() and number() consume the one after it; a missing
@@ -204,9 +209,9 @@ namespace detail {
 
 // Serves a connection handed over by the accepting thread, on the target worker's thread.
 template <class Handler>
-uring::task<void> handed_off(uring::net::tcp_stream s, worker* w, Handler handler) {
+uring::task<void> handed_off(uring::net::tcp_stream s, worker* w, Handler handler, int endpoint) {
   ++w->handed_in;
-  co_await handler(std::move(s), w);
+  co_await handler(std::move(s), w, endpoint);
 }
 
 // Where the accept loop sends each connection: itself (the worker's own listener), or, with one
@@ -218,12 +223,12 @@ struct dispatch {
 
 // Hands `s` to the next worker; a worker that is gone or stopping refuses it, and the connection closes.
 template <class Handler>
-void hand_off(dispatch& d, uring::net::tcp_stream s, const Handler& handler) {
+void hand_off(dispatch& d, uring::net::tcp_stream s, const Handler& handler, int endpoint) {
   worker* target = d.targets[d.next++ % d.targets.size()];
   std::lock_guard lock(target->mutex);
   if (target->ex == nullptr) return;
   try {
-    target->connections.spawn(*target->ex, handed_off(std::move(s), target, handler));
+    target->connections.spawn(*target->ex, handed_off(std::move(s), target, handler, endpoint));
   } catch (const std::exception&) {
     // It is draining (its executor refuses work, or its connections have all ended): the task, and the
     // connection in it, is dropped, closed.
@@ -264,18 +269,12 @@ struct drain_requested {
   void await_resume() noexcept {}
 };
 
-// Accepts until the drain, spawning handler(stream, w) for each connection (or handing it to the next
-// worker), then waits for its own connections to finish. Without a listener it only waits for the drain.
-// The handler is a parameter, so it lives in this coroutine's frame while connections are spawned.
+// Accepts on `listener` until the drain, spawning handler(stream, w, endpoint) for each connection (or
+// handing it to the next worker).
 template <class Handler>
-uring::task<void> accept_loop(const char* program, const uring::net::tcp_listener* listener, worker* w,
-                              Handler handler, dispatch* d, std::chrono::milliseconds drain_limit) {
-  if (listener == nullptr) {
-    co_await drain_requested{w, {}};
-    co_await wind_down(program, w, drain_limit);
-    co_return;
-  }
-  auto connections = listener->accept_all();
+uring::task<void> accept_until_drain(const char* program, const uring::net::tcp_listener& listener, worker* w,
+                                     const Handler& handler, dispatch* d, int endpoint) {
+  auto connections = listener.accept_all();
   samples::accept_backoff backoff;
   while (!w->drain.stop_requested()) {
     uring::net::tcp_stream s;
@@ -299,18 +298,40 @@ uring::task<void> accept_loop(const char* program, const uring::net::tcp_listene
       if (!line.empty()) std::fputs(line.c_str(), stderr);
     }
     if (!d->targets.empty()) {
-      hand_off(*d, std::move(s), handler);
+      hand_off(*d, std::move(s), handler, endpoint);
       continue;
     }
-    w->connections.spawn(handler(std::move(s), w));
+    w->connections.spawn(handler(std::move(s), w, endpoint));
+  }
+}
+
+// A worker's listeners: none (--accept one, on a thread that does not accept), the one of --port, and
+// the one of the second port when there is one.
+struct worker_listeners {
+  const uring::net::tcp_listener* first = nullptr;
+  const uring::net::tcp_listener* second = nullptr;
+};
+
+// Accepts on the worker's listeners until the drain, then waits for its connections to finish. Without a
+// listener it only waits for the drain. The handler is a parameter, so it lives in this coroutine's frame
+// while connections are spawned.
+template <class Handler>
+uring::task<void> accept_loop(const char* program, worker_listeners listeners, worker* w, Handler handler,
+                              dispatch* d, std::chrono::milliseconds drain_limit) {
+  if (listeners.first == nullptr) {
+    co_await drain_requested{w, {}};
+  } else if (listeners.second == nullptr) {
+    co_await accept_until_drain(program, *listeners.first, w, handler, d, 0);
+  } else {
+    co_await uring::when_all(accept_until_drain(program, *listeners.first, w, handler, d, 0),
+                             accept_until_drain(program, *listeners.second, w, handler, d, 1));
   }
   co_await wind_down(program, w, drain_limit);
 }
 
 template <class Handler>
-void run_worker(const char* program, const uring::net::tcp_listener* listener, worker* w,
-                const server_flags* f, uring::executor_options opts, Handler handler, dispatch* d,
-                std::latch* started) {
+void run_worker(const char* program, worker_listeners listeners, worker* w, const server_flags* f,
+                uring::executor_options opts, Handler handler, dispatch* d, std::latch* started) {
   try {
     uring::executor ex(opts);
     // Destroyed before the executor, after every connection has finished (the accept loop waits for them).
@@ -328,7 +349,7 @@ void run_worker(const char* program, const uring::net::tcp_listener* listener, w
     started->count_down();
     started = nullptr;
     try {
-      ex.run(accept_loop(program, listener, w, handler, d, f->drain_timeout));
+      ex.run(accept_loop(program, listeners, w, handler, d, f->drain_timeout));
     } catch (...) {
       std::lock_guard lock(w->mutex);
       w->ex = nullptr;
@@ -349,9 +370,9 @@ void run_worker(const char* program, const uring::net::tcp_listener* listener, w
 }  // namespace detail
 
 // Runs the server until SIGTERM/SIGINT (SIGUSR1: print each executor's operations in flight) and returns
-// main's exit status. `handler(tcp_stream, worker*)`
-// returns the task<void> serving one connection, which must call connection_finished last; it is copied
-// to every thread, so it should be cheap to copy and must not be a coroutine lambda with captures.
+// main's exit status. `handler(tcp_stream, worker*, int endpoint)` returns the task<void> serving one
+// connection accepted on --port (endpoint 0) or on the second port (1); it is copied to every thread, so
+// it should be cheap to copy and must not be a coroutine lambda with captures.
 template <class Handler>
 int run_server(const char* program, const server_flags& f, Handler handler) {
   // SIGTERM and SIGINT are blocked in every thread (the mask is inherited) and read from a signalfd.
@@ -366,10 +387,15 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   // Every listener is bound here, before any thread starts: a bad address or a port in use ends the
   // program with the reason, and --port 0 yields one port that all of them share.
   std::vector<uring::net::tcp_listener> listeners;
-  uring::net::address where;
+  std::vector<uring::net::tcp_listener> second_listeners;
+  std::string where;
   try {
     listeners = samples::bind_reuseport(f.address, f.port, f.accept_one ? 1 : f.threads);
-    where = listeners.front().local_address();
+    where = listeners.front().local_address().to_string();
+    if (f.second_port >= 0) {
+      second_listeners = samples::bind_reuseport(f.address, f.second_port, f.accept_one ? 1 : f.threads);
+      where += " and on " + second_listeners.front().local_address().to_string() + " for " + f.second_name;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", program, e.what());
     ::close(signal_fd);
@@ -390,8 +416,10 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   std::latch started(f.threads);
   for (int i = 0; i < f.threads; ++i) {
     const auto n = static_cast<std::size_t>(i);
-    const uring::net::tcp_listener* listener = n < listeners.size() ? &listeners[n] : nullptr;
-    threads.emplace_back(detail::run_worker<Handler>, program, listener, workers[n].get(), &f, opts, handler,
+    detail::worker_listeners mine;
+    if (n < listeners.size()) mine.first = &listeners[n];
+    if (n < second_listeners.size()) mine.second = &second_listeners[n];
+    threads.emplace_back(detail::run_worker<Handler>, program, mine, workers[n].get(), &f, opts, handler,
                          &dispatch, &started);
   }
   started.wait();
@@ -427,8 +455,8 @@ int run_server(const char* program, const server_flags& f, Handler handler) {
   }
   // Every worker decides alike (same flags, same kernel): the first one's choice is everyone's.
   const char* recv = workers.front()->pool != nullptr ? "leased" : "copy";
-  std::printf("%s: listening on %s (%d threads, %s backend, %s recv%s)\n", program, where.to_string().c_str(),
-              f.threads, backend.c_str(), recv, f.accept_one ? ", one acceptor" : "");
+  std::printf("%s: listening on %s (%d threads, %s backend, %s recv%s)\n", program, where.c_str(), f.threads,
+              backend.c_str(), recv, f.accept_one ? ", one acceptor" : "");
   std::fflush(stdout);
 
   const int signo = samples::wait_for_termination(signal_fd, [&] {

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# https_sample_test.sh <uring-https> <backend>: makes a test CA and a server certificate with the openssl CLI
-# (in a scratch directory, valid two days), starts the HTTPS server on a free port with the given backend
-# and checks it with real clients: curl (GET / over TLS 1.3 with ALPN http/1.1, keep-alive reuse, an unknown
-# CA and a wrong host name refused), openssl s_client (the chain verified), python3's ssl module (a clean
-# close_notify at the end, 408 for a request not finished in time, a client that never starts its handshake
-# dropped after --handshake-timeout), then SIGTERM with an idle connection open: close_notify, exit 0.
+# https_sample_test.sh <uring-http> <backend>: makes a test CA and a server certificate with the openssl CLI
+# (in a scratch directory, valid two days), starts uring-http with --tls-cert/--tls-key on two free ports
+# with the given backend and checks the HTTPS port with real clients: curl (GET / over TLS 1.3 with ALPN
+# http/1.1, keep-alive reuse, files of several sizes byte for byte, an unknown CA and a wrong host name
+# refused, plain HTTP on the other port at the same time), openssl s_client (the chain verified), python3's
+# ssl module (a clean close_notify at the end, 408 for a request not finished in time, a client that never
+# starts its handshake dropped after --handshake-timeout, a connection over --max-connections closed before
+# its handshake), then SIGTERM with an idle connection open: close_notify, exit 0.
 set -euo pipefail
 server=$1
 backend=$2
@@ -28,15 +30,38 @@ printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >ext
 openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile ext \
   -out server.pem 2>/dev/null
 
-coproc srv { exec "$server" --cert server.pem --key server.key --port 0 --backend "$backend" \
-  --handshake-timeout 1 --header-timeout 1 2>"$dir/stderr"; }
+# Files served under /file/: empty, one byte, one TLS record and one byte, and larger than the 64 KiB
+# buffer a file is encrypted from, not a multiple of it.
+mkdir root
+: >root/empty
+printf x >root/one
+head -c 16385 /dev/urandom >root/record
+head -c 1048579 /dev/urandom >root/big
+
+coproc srv { exec "$server" --tls-cert server.pem --tls-key server.key --port 0 --tls-port 0 --root root \
+  --backend "$backend" --max-connections 3 --handshake-timeout 1 --header-timeout 1 2>"$dir/stderr"; }
 pid=$srv_PID
 IFS= read -r -t 10 banner <&"${srv[0]}" || fail "no port announced"
-port=${banner#*127.0.0.1:}
+plain_port=${banner#*listening on 127.0.0.1:}
+plain_port=${plain_port%% *}
+port=${banner#*and on 127.0.0.1:}
 port=${port%% *}
-[[ "$banner" == "uring-https: listening on 127.0.0.1:"* && "$port" =~ ^[0-9]+$ ]] || fail "banner: $banner"
+[[ "$banner" == "uring-http: listening on 127.0.0.1:"*" and on 127.0.0.1:"*" for tls ("* ]] || fail "banner: $banner"
+[[ "$plain_port" =~ ^[0-9]+$ && "$port" =~ ^[0-9]+$ && "$port" != "$plain_port" ]] || fail "banner: $banner"
 [[ "$banner" == *"$backend backend"* ]] || fail "banner: $banner"
 url=https://localhost:$port
+
+# Files over TLS, byte for byte, on one connection; plain HTTP on the other port meanwhile.
+for f in empty one record big; do
+  curl -sS --fail --cacert ca.pem "$url/file/$f" -o "got-$f" || fail "GET /file/$f over TLS"
+  cmp -s "root/$f" "got-$f" || fail "/file/$f differs over TLS"
+done
+out=$(curl -sSv --fail --cacert ca.pem "$url/file/big" "$url/file/record" -o /dev/null -o /dev/null 2>&1)
+grep -q "Re-using existing connection" <<<"$out" || fail "no reuse after a file: $out"
+[ "$(curl -sS "http://127.0.0.1:$plain_port/")" = "hello" ] || fail "plain HTTP beside HTTPS"
+code=0
+curl -sS "http://127.0.0.1:$port/" >/dev/null 2>&1 || code=$?
+[ "$code" != 0 ] || fail "plain HTTP answered on the TLS port"
 
 # curl: the body, TLS 1.3, ALPN http/1.1, and a second request on the same connection.
 [ "$(curl -sS --cacert ca.pem "$url/")" = "hello" ] || fail "GET / body"
@@ -98,6 +123,30 @@ assert raw.recv(1) == b""
 took = time.monotonic() - start
 assert 0.8 <= took < 15, took
 raw.close()
+# Over --max-connections (3): the fourth is closed before its handshake; the three still work.
+# The connections closed above give their places back as the server sees them close: retry until three
+# are served.
+held = []
+for attempt in range(500):
+    if len(held) == 3:
+        break
+    try:
+        s = tls()
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        if s.recv(4096).startswith(b"HTTP/1.1 200 OK"):
+            held.append(s)
+            continue
+    except (ssl.SSLError, OSError):
+        pass
+    time.sleep(0.01)
+assert len(held) == 3, len(held)
+try:
+    tls()
+    raise AssertionError("a fourth connection was served")
+except (ssl.SSLError, ConnectionError, OSError) as e:
+    assert not isinstance(e, socket.timeout), e
+for s in held:
+    s.close()
 PY
 
 # SIGTERM with an idle connection open: the client gets close_notify, the server exits 0.
@@ -129,4 +178,4 @@ IFS= read -r -t 20 line <&4 || fail "idle client: nothing at the drain"
 [ "$line" = close_notify ] || fail "idle client at the drain: $line"
 wait "$idle_pid" || fail "idle client failed"
 idle_pid=
-echo "PASS uring-https $backend"
+echo "PASS uring-http https $backend"

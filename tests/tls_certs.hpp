@@ -54,7 +54,7 @@ inline void add_ext(X509* cert, X509* issuer, int nid, const char* value) {
 // A certificate for `common_name`, valid from now + `from_days` to now + `to_days`, signed by `ca` (null:
 // self-signed, a CA). `san` is a subjectAltName value ("DNS:localhost,IP:127.0.0.1").
 inline issued make_cert(const std::string& common_name, const issued* ca, const std::string& san = {},
-                        long from_days = -1, long to_days = 30) {
+                        long from_days = -1, long to_days = 30, const char* usage = "serverAuth") {
   using namespace detail_certs;
   issued out;
   out.key.reset(EVP_EC_gen("P-256"), &EVP_PKEY_free);
@@ -77,7 +77,7 @@ inline issued make_cert(const std::string& common_name, const issued* ca, const 
     add_ext(c, issuer, NID_key_usage, "critical,keyCertSign,cRLSign");
   } else {
     add_ext(c, issuer, NID_basic_constraints, "critical,CA:FALSE");
-    add_ext(c, issuer, NID_ext_key_usage, "serverAuth");
+    add_ext(c, issuer, NID_ext_key_usage, usage);
   }
   add_ext(c, issuer, NID_subject_key_identifier, "hash");
   if (!san.empty()) add_ext(c, issuer, NID_subject_alt_name, san.c_str());
@@ -94,6 +94,9 @@ struct test_pki {
   issued server = make_cert("localhost", &ca, "DNS:localhost,DNS:uring.test,IP:127.0.0.1");
   issued expired = make_cert("localhost", &ca, "DNS:localhost", -10, -1);
   issued stranger = make_cert("localhost", &other_ca, "DNS:localhost");
+  // Client certificates (mutual TLS): one the test CA signed, and one it does not know.
+  issued client = make_cert("uring client", &ca, {}, -1, 30, "clientAuth");
+  issued stranger_client = make_cert("uring stranger", &other_ca, {}, -1, 30, "clientAuth");
 
   static const test_pki& get() {
     static const test_pki pki;

@@ -82,16 +82,20 @@ std::string alpn_wire(const std::vector<std::string>& protocols) {
   return wire;
 }
 
-void load_ca_pem(SSL_CTX* ctx, const std::string& pem) {
+// Trusts the CA certificates in `pem`; `what` names the option in errors. A server asking clients for
+// certificates (`for_clients`) also names these CAs in its request, so that a client picks one they signed.
+void load_ca_pem(SSL_CTX* ctx, const std::string& pem, const char* what, bool for_clients = false) {
   bio_ptr b = memory_bio(pem);
   X509_STORE* store = SSL_CTX_get_cert_store(ctx);
   int added = 0;
   while (x509_ptr cert{PEM_read_bio_X509(b.get(), nullptr, nullptr, nullptr), &X509_free}) {
-    check(X509_STORE_add_cert(store, cert.get()), "ca_pem");
+    check(X509_STORE_add_cert(store, cert.get()), what);
+    if (for_clients) check(SSL_CTX_add_client_CA(ctx, cert.get()), what);
     ++added;
   }
   ERR_clear_error();  // the end of the text reads as "no start line"
-  if (added == 0) detail::throw_tls_text(tls_errc::config, "tls_context: ca_pem: no certificate");
+  if (added == 0)
+    detail::throw_tls_text(tls_errc::config, std::string("tls_context: ") + what + ": no certificate");
 }
 
 void load_chain_pem(SSL_CTX* ctx, const std::string& pem) {
@@ -110,6 +114,22 @@ void load_key_pem(SSL_CTX* ctx, const std::string& pem) {
   pkey_ptr key(PEM_read_bio_PrivateKey(b.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
   if (!key) detail::throw_tls(tls_errc::config, "tls_context: key_pem");
   check(SSL_CTX_use_PrivateKey(ctx, key.get()), "key_pem");
+}
+
+// A certificate chain and its key, each from a file or PEM text (files first), checked to match.
+void load_identity(SSL_CTX* ctx, const std::string& cert_file, const std::string& cert_pem,
+                   const std::string& key_file, const std::string& key_pem) {
+  if (!cert_file.empty()) {
+    check(SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()), "cert_file");
+  } else {
+    load_chain_pem(ctx, cert_pem);
+  }
+  if (!key_file.empty()) {
+    check(SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM), "key_file");
+  } else {
+    load_key_pem(ctx, key_pem);
+  }
+  check(SSL_CTX_check_private_key(ctx), "the key does not match the certificate");
 }
 
 }  // namespace
@@ -154,11 +174,17 @@ std::size_t tls_context::state::cached() const {
 tls_context tls_context::client(const client_options& opts) {
   ERR_clear_error();
   auto s = make_state(false, opts.min_version, opts.max_version);
+  if (opts.cert_file.empty() != opts.key_file.empty() || opts.cert_pem.empty() != opts.key_pem.empty()) {
+    detail::throw_tls_text(tls_errc::config,
+                           "tls_context: a client certificate needs its key, and a key its certificate");
+  }
+  if (!opts.cert_file.empty() || !opts.cert_pem.empty())
+    load_identity(s->ctx, opts.cert_file, opts.cert_pem, opts.key_file, opts.key_pem);
   if (opts.verify) {
     SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER, nullptr);
     if (!opts.ca_file.empty())
       check(SSL_CTX_load_verify_locations(s->ctx, opts.ca_file.c_str(), nullptr), "ca_file");
-    if (!opts.ca_pem.empty()) load_ca_pem(s->ctx, opts.ca_pem);
+    if (!opts.ca_pem.empty()) load_ca_pem(s->ctx, opts.ca_pem, "ca_pem");
     if (opts.ca_file.empty() && opts.ca_pem.empty())
       check(SSL_CTX_set_default_verify_paths(s->ctx), "default CA paths");
   }
@@ -181,21 +207,29 @@ tls_context tls_context::client(const client_options& opts) {
 tls_context tls_context::server(const server_options& opts) {
   ERR_clear_error();
   auto s = make_state(true, opts.min_version, opts.max_version);
-  if (!opts.cert_file.empty()) {
-    check(SSL_CTX_use_certificate_chain_file(s->ctx, opts.cert_file.c_str()), "cert_file");
-  } else if (!opts.cert_pem.empty()) {
-    load_chain_pem(s->ctx, opts.cert_pem);
-  } else {
+  if (opts.cert_file.empty() && opts.cert_pem.empty())
     detail::throw_tls_text(tls_errc::config, "tls_context: a server needs cert_file or cert_pem");
-  }
-  if (!opts.key_file.empty()) {
-    check(SSL_CTX_use_PrivateKey_file(s->ctx, opts.key_file.c_str(), SSL_FILETYPE_PEM), "key_file");
-  } else if (!opts.key_pem.empty()) {
-    load_key_pem(s->ctx, opts.key_pem);
-  } else {
+  if (opts.key_file.empty() && opts.key_pem.empty())
     detail::throw_tls_text(tls_errc::config, "tls_context: a server needs key_file or key_pem");
+  load_identity(s->ctx, opts.cert_file, opts.cert_pem, opts.key_file, opts.key_pem);
+  if (opts.client_auth != client_certificates::none) {
+    if (opts.client_ca_file.empty() && opts.client_ca_pem.empty()) {
+      detail::throw_tls_text(
+          tls_errc::config,
+          "tls_context: asking for client certificates needs client_ca_file or client_ca_pem");
+    }
+    if (!opts.client_ca_file.empty()) {
+      check(SSL_CTX_load_verify_locations(s->ctx, opts.client_ca_file.c_str(), nullptr), "client_ca_file");
+      // The CAs named in the request for a certificate, so that a client picks one they signed.
+      STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(opts.client_ca_file.c_str());
+      if (names == nullptr) detail::throw_tls(tls_errc::config, "tls_context: client_ca_file");
+      SSL_CTX_set_client_CA_list(s->ctx, names);
+    }
+    if (!opts.client_ca_pem.empty()) load_ca_pem(s->ctx, opts.client_ca_pem, "client_ca_pem", true);
+    int mode = SSL_VERIFY_PEER;
+    if (opts.client_auth == client_certificates::required) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+    SSL_CTX_set_verify(s->ctx, mode, nullptr);
   }
-  check(SSL_CTX_check_private_key(s->ctx), "the key does not match the certificate");
   static constexpr unsigned char kSessionContext[] = "uring::tls";
   check(SSL_CTX_set_session_id_context(s->ctx, kSessionContext, sizeof kSessionContext - 1), "session id");
   if (!opts.alpn.empty()) {

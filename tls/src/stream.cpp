@@ -4,12 +4,14 @@
 #include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <coroutine>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -346,6 +348,17 @@ bool tls_stream::resumed() const noexcept { return state_ && SSL_session_reused(
 
 std::string_view tls_stream::version() const noexcept {
   return state_ ? std::string_view(SSL_get_version(state_->ssl)) : std::string_view();
+}
+
+std::string tls_stream::peer_subject() const {
+  if (!state_) return {};
+  X509* cert = SSL_get0_peer_certificate(state_->ssl);
+  if (cert == nullptr) return {};
+  std::unique_ptr<BIO, decltype(&BIO_free)> out(BIO_new(BIO_s_mem()), &BIO_free);
+  if (!out || X509_NAME_print_ex(out.get(), X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) < 0) return {};
+  char* text = nullptr;
+  const long n = BIO_get_mem_data(out.get(), &text);
+  return n > 0 ? std::string(text, static_cast<std::size_t>(n)) : std::string();
 }
 
 net::tcp_stream& tls_stream::next_layer() noexcept { return state_->socket; }

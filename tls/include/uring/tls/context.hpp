@@ -1,7 +1,7 @@
 // uring/tls/context.hpp — the settings TLS connections share: certificates, trust, ALPN, versions, sessions.
 //
 // Provides: uring::tls::tls_context, uring::tls::client_options, uring::tls::server_options,
-// uring::tls::tls_version.
+// uring::tls::client_certificates, uring::tls::tls_version.
 // Threads: a context is a shared handle (copies name the same settings); streams may be made from it on
 // any thread at once. Its client session cache is locked.
 //
@@ -31,7 +31,17 @@ struct client_options {
   tls_version max_version = tls_version::v1_3;
   // Sessions kept for resumption, one per host name (the oldest goes first); 0: none kept.
   std::size_t session_cache_size = 256;
+  // A certificate chain (leaf first) and its key, PEM, each from a file or from memory, sent to a server
+  // that asks for one (mutual TLS); empty: none is sent.
+  std::string cert_file;
+  std::string key_file;
+  std::string cert_pem;
+  std::string key_pem;
 };
+
+// Whether a server asks its clients for certificates (mutual TLS): not at all; asks and verifies one that
+// is sent; or refuses a client that sends none (the handshake fails).
+enum class client_certificates { none, optional, required };
 
 struct server_options {
   // The certificate chain (leaf first) and its private key, PEM, each from a file or from memory.
@@ -44,6 +54,11 @@ struct server_options {
   std::vector<std::string> alpn;
   tls_version min_version = tls_version::v1_2;
   tls_version max_version = tls_version::v1_3;
+  // Client certificates: asked for unless `none`, then verified against these CAs (a file and/or PEM in
+  // memory, which the request names; one of them is needed). tls_stream::peer_subject() names the client.
+  client_certificates client_auth = client_certificates::none;
+  std::string client_ca_file;
+  std::string client_ca_pem;
 };
 
 class tls_context {

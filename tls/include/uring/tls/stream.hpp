@@ -69,6 +69,10 @@ class tls_stream {
   [[nodiscard]] std::string_view server_name() const noexcept;
   [[nodiscard]] bool resumed() const noexcept;
   [[nodiscard]] std::string_view version() const noexcept;
+  // After the handshake: the subject of the certificate the peer presented and the handshake verified,
+  // one line as RFC 2253 writes it ("CN=client,O=Example"); empty when the peer sent none (a server whose
+  // context did not ask for client certificates always sees none).
+  [[nodiscard]] std::string peer_subject() const;
 
   // The socket underneath (for its address, options, or close()).
   [[nodiscard]] net::tcp_stream& next_layer() noexcept;

@@ -1,8 +1,7 @@
-// samples/http_files.hpp — how uring-http finds a file under --root and sends it.
+// samples/http/files.hpp — how uring-http finds a file under --root.
 //
 // Provides: sample::file_root (the served directory, held open; open() turns a request path into an open
-// regular file or the status refusing it), sample::opened_file, sample::resolve_kind and sample::send_body
-// (a file's bytes to a stream by send_file, each piece within a time limit).
+// regular file or the status refusing it), sample::opened_file and sample::resolve_kind.
 //
 // The rules for GET /file/PATH (404 unless said otherwise):
 //  - PATH passes uring::http::path_is_safe (no "..", ".", empty segment, control byte, backslash, and no
@@ -18,7 +17,7 @@
 //    at a time through the ring, each directory opened with O_DIRECTORY | O_NOFOLLOW beneath the one before,
 //    the last with O_NOFOLLOW. Both refuse the same paths; --resolve walk forces the walk (to test it);
 //  - only a regular file is served (a directory, FIFO or device is 404; none is opened so as to block).
-// Threads: a file_root is shared read-only by every executor; open() and send_body run on the caller's.
+// Threads: a file_root is shared read-only by every executor; open() runs on the caller's.
 #pragma once
 
 #include <fcntl.h>
@@ -83,9 +82,6 @@ inline int file_name(std::string_view path, std::string& name) {
   return 200;
 }
 
-// A timer for when_any: finishes after `d` unless stopped.
-inline uring::task<void> timer(std::chrono::milliseconds d) { co_await uring::sleep_for(d); }
-
 }  // namespace detail
 
 class file_root {
@@ -149,24 +145,5 @@ class file_root {
   resolve_kind how_;
   uring::owned_fd fd_;
 };
-
-// Sends `size` bytes of `fd` from its start to `s` by send_file, a piece of at most `piece` bytes at a
-// time, each within `timeout` (else std::system_error ETIMEDOUT). Once `abort` is stopped (a drain's
-// deadline) the socket is shut down, so the piece in flight fails at once. False if the file ended early (it
-// shrank while being sent: the promised Content-Length cannot be met, so the connection must close).
-inline uring::task<bool> send_body(const uring::net::tcp_stream& s, int fd, std::uint64_t size,
-                                   std::size_t piece, std::chrono::milliseconds timeout,
-                                   std::stop_token abort = {}) {
-  std::stop_callback on_abort(abort, [fd = s.fd()] { ::shutdown(fd, SHUT_RDWR); });
-  for (std::uint64_t done = 0; done < size;) {
-    const std::size_t want = size - done < piece ? static_cast<std::size_t>(size - done) : piece;
-    auto r = co_await uring::when_any(s.send_file(fd, done, want), detail::timer(timeout));
-    if (r.index() == 1) throw std::system_error(ETIMEDOUT, std::system_category(), "send_file");
-    const std::size_t sent = std::get<0>(r);
-    if (sent < want) co_return false;
-    done += sent;
-  }
-  co_return true;
-}
 
 }  // namespace sample

@@ -1,0 +1,260 @@
+// samples/http/connection.cpp — uring-http's request loop: answers in order, files, the metrics page, and
+// the limits each connection keeps (documented in --help and README.md).
+#include "connection.hpp"
+
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
+#include <array>
+#include <atomic>
+#include <vector>
+
+#include <uring/http/parser.hpp>
+#include <uring/uring.hpp>
+
+namespace sample {
+
+namespace {
+
+using std::chrono::milliseconds;
+using uring::task;
+
+constexpr std::size_t small_file = 16 * 1024;  // files up to this size are read and sent with their head
+constexpr std::size_t out_limit = 16 * 1024;  // answers gathered beyond this are sent before the next request
+constexpr std::size_t max_body = 16 * 1024;   // a request body (no route reads one) above this is 413
+constexpr std::size_t read_room = 16 * 1024;  // a read into the parser (copy, TLS) takes at most this
+constexpr int pause_chunks = 16;              // at most this many chunks are taken in when receiving pauses
+
+// One connection's link and what waits to go in and out of it.
+struct connection {
+  link l;
+  worker& w;
+  uring::net::buffer_pool* pool;  // leased receives (plain links on a worker with a pool), else null
+  std::string out;                // answers gathered, at most about out_limit + small_file bytes
+  std::string stash;              // bytes received while pausing, for the parser
+};
+
+// Leased over a buffer ring, a stream's multishot receive stays armed between receives: while the
+// connection waits on a slow peer to take a file or a burst of answers, what the peer sends meanwhile would
+// fill the executor's pool, which every connection shares. So before such a send the armed receive is ended
+// (a receive with no time to wait): the few chunks there already (pause_chunks at most) go to the stash,
+// the rest stays in the socket until the connection reads again. A peer with more than pause_chunks chunks
+// there (it sends far ahead of the answers it takes) is dropped: std::system_error, as when the stream
+// failed.
+task<void> pause_receiving(connection& conn) {
+  for (int i = 0; i <= pause_chunks; ++i) {
+    uring::net::recv_result r =
+        co_await uring::with_timeout(conn.l.socket().recv(*conn.pool).nothrow(), milliseconds(0));
+    if (r.res == -ETIMEDOUT || r.res == 0) co_return;  // ended (end of stream is seen again by the next read)
+    if (r.res < 0) throw std::system_error(-r.res, std::system_category(), "recv");
+    conn.stash.append(r.buffer.view());
+  }
+  throw std::system_error(ENOBUFS, std::system_category(), "recv: too far ahead of its answers");
+}
+
+// Bytes sent on `fd` and not yet acknowledged by the peer (SIOCOUTQ): they pile up when it stops reading.
+std::size_t unacknowledged(int fd) noexcept {
+  int n = 0;
+  return ::ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+// Sends the answers gathered in `out` (within --write-timeout) and empties it. Receiving pauses first if
+// the send may wait on the peer: `more` follows (a burst, a file), or the peer is already behind.
+task<void> flush(const http_config& c, connection& conn, bool more = false) {
+  if (conn.out.empty() && !more) co_return;
+  if (conn.pool != nullptr && conn.pool->uses_ring() &&
+      (more || unacknowledged(conn.l.socket().fd()) > out_limit)) {
+    co_await pause_receiving(conn);
+  }
+  if (conn.out.empty()) co_return;
+  co_await bounded(conn.l.write_all(conn.out), c.write_timeout,
+                   conn.w.abort.get_token());  // a drain's deadline ends it
+  conn.out.clear();
+}
+
+// Appends a text/plain answer (without the body for HEAD).
+void append_text(std::string& out, int status, std::string_view body, bool head, bool keep) {
+  const uring::http::header type{"Content-Type", "text/plain"};
+  if (head) {
+    uring::http::append_response_head(out, status, std::span(&type, 1), body.size(), keep);
+  } else {
+    uring::http::append_response(out, status, std::span(&type, 1), body, keep);
+  }
+}
+
+// Answers GET|HEAD /file/<rest>: a small file is read and appended to `out` with its head; a larger one is
+// sent after `out` (and its head), straight from the file. False if the connection must close (the file
+// shrank while it was being sent).
+task<bool> answer_file(const http_config& c, connection& conn, std::string_view rest, bool head, bool keep) {
+  opened_file f = co_await c.files->open(rest);
+  if (f.status != 200) {
+    append_text(conn.out, f.status, f.status == 414 ? "path too long\n" : "not found\n", head, keep);
+    co_return true;
+  }
+  uring::owned_fd file(f.fd);
+  const uring::http::header type{"Content-Type", "application/octet-stream"};
+  if (head) {
+    uring::http::append_response_head(conn.out, 200, std::span(&type, 1), f.size, keep);
+    co_return true;
+  }
+  if (f.size <= small_file) {
+    std::string body(static_cast<std::size_t>(f.size), '\0');
+    std::size_t got = 0;
+    while (got < body.size()) {
+      uring::io_result r =
+          co_await uring::read_at(f.fd, std::span(body.data() + got, body.size() - got), got).nothrow();
+      if (r.res < 0) {
+        append_text(conn.out, 500, "read failed\n", false, keep);
+        co_return true;
+      }
+      if (r.res == 0) break;  // it shrank meanwhile
+      got += static_cast<std::size_t>(r.res);
+    }
+    body.resize(got);
+    uring::http::append_response(conn.out, 200, std::span(&type, 1), body, keep);
+    co_return true;
+  }
+  uring::http::append_response_head(conn.out, 200, std::span(&type, 1), f.size, keep);
+  co_await flush(c, conn, true);
+  co_return co_await conn.l.send_file(f.fd, f.size, c.write_timeout, conn.w.abort.get_token());
+}
+
+// Every executor's figures (uring::metrics, gathered on each one's own thread) in the Prometheus text
+// format. An executor that has gone shows zeros.
+task<void> answer_metrics(connection& conn, bool head, bool keep) {
+  std::vector<uring::metrics::executor_sample> figures;
+  for (const auto& peer : *conn.w.all) {
+    try {
+      figures.push_back(co_await uring::submit_to(
+          peer->handle, [] { return uring::metrics::sample_of(*uring::executor::current()); }));
+    } catch (const std::system_error&) {
+      figures.emplace_back();
+    }
+  }
+  const std::string body = uring::metrics::render(figures);
+  const uring::http::header type{"Content-Type", "text/plain; version=0.0.4"};
+  if (head) {
+    uring::http::append_response_head(conn.out, 200, std::span(&type, 1), body.size(), keep);
+  } else {
+    uring::http::append_response(conn.out, 200, std::span(&type, 1), body, keep);
+  }
+}
+
+// Answers `req`: appended to `out`, or (a large file) sent. False if the connection must close.
+task<bool> answer(const http_config& c, connection& conn, const uring::http::request& req) {
+  bool head = req.method == "HEAD";
+  std::string_view path = uring::http::target_path(req.target);
+  if (req.method != "GET" && !head) {
+    uring::http::header headers[] = {{"Content-Type", "text/plain"}, {"Allow", "GET, HEAD"}};
+    uring::http::append_response(conn.out, 405, headers, "method not allowed\n", req.keep_alive);
+    co_return true;
+  }
+  if (path.starts_with("/file/"))
+    co_return co_await answer_file(c, conn, path.substr(5), head, req.keep_alive);
+  if (!c.metrics_path.empty() && path == c.metrics_path) {
+    co_await answer_metrics(conn, head, req.keep_alive);
+    co_return true;
+  }
+  if (path == "/") {
+    append_text(conn.out, 200, "hello\n", head, req.keep_alive);
+  } else {
+    append_text(conn.out, 404, "not found\n", head, req.keep_alive);
+  }
+  co_return true;
+}
+
+// The next bytes into the parser within `left`, unless the drain comes first: the count, 0 at end of
+// stream, or -errno. Leased: one chunk from the worker's pool, copied into the parser and returned to the
+// pool at once. Otherwise straight into the parser's room.
+task<std::int32_t> read_more(connection& conn, uring::http::request_parser& parser, milliseconds left) {
+  if (left.count() <= 0) co_return -ETIMEDOUT;
+  if (conn.pool != nullptr) {
+    uring::net::recv_result r = co_await uring::with_timeout(
+        uring::with_stop_token(conn.l.socket().recv(*conn.pool).nothrow(), conn.w.drain.get_token()), left);
+    if (r.res > 0) parser.feed(r.buffer.view());
+    co_return r.res;
+  }
+  auto room = parser.prepare(read_room);
+  const std::int32_t got = co_await uring::with_timeout(
+      uring::with_stop_token(conn.l.read_some(std::span(room.data(), room.size())), conn.w.drain.get_token()),
+      left);
+  parser.commit(got > 0 ? static_cast<std::size_t>(got) : 0);
+  co_return got;
+}
+
+}  // namespace
+
+task<void> answer_and_close(const link& l, std::string_view answer, uring::net::buffer_pool* pool) {
+  co_await uring::with_timeout(l.write_all(answer), milliseconds(1000));
+  co_await uring::with_timeout(l.close_write(), milliseconds(1000)).nothrow();
+  std::array<char, 4096> sink;
+  auto until = std::chrono::steady_clock::now() + milliseconds(1000);
+  for (int i = 0; i < 16; ++i) {
+    auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    std::int32_t got = 0;  // not co_await in the arms of ?: (see samples/echo.cpp)
+    if (pool != nullptr) {
+      got = (co_await uring::with_timeout(l.socket().recv(*pool).nothrow(), left)).res;
+    } else {
+      got = co_await uring::with_timeout(l.read_some(sink), left);
+    }
+    if (got <= 0) break;
+  }
+}
+
+task<void> serve_http(link l, worker& w, const http_config& c) {
+  connection conn{.l = l, .w = w, .pool = l.secure() ? nullptr : w.pool, .out = {}, .stash = {}};
+  std::string& out = conn.out;
+  try {
+    uring::http::request_parser parser(uring::http::limits{.max_body = max_body});
+    auto deadline = std::chrono::steady_clock::now() + c.header_timeout;
+    bool open = true;
+    while (open) {
+      // Answer the complete requests buffered, one at a time and in order. Small answers gather in `out`
+      // (sent together, up to out_limit); nothing more is read until they are all answered and sent, so a
+      // pipelined burst waits in the socket, not in memory.
+      bool answered = false;
+      for (;;) {
+        if (!conn.stash.empty()) {  // what pausing took in comes after everything fed before
+          parser.feed(conn.stash);
+          conn.stash.clear();
+        }
+        auto st = parser.next();
+        if (st == uring::http::parse_status::need_more) break;
+        if (st == uring::http::parse_status::error) {
+          // Refused: the answers before it, then the refusal, then a gentle close (the rest is unread).
+          out += uring::http::error_response(parser.error());
+          co_await answer_and_close(l, out, conn.pool);
+          co_return;
+        }
+        const auto& req = parser.get();
+        // Not cancelled by the drain: requests received are answered.
+        open = co_await answer(c, conn, req) && req.keep_alive;
+        answered = true;
+        if (!open) break;
+        if (out.size() >= out_limit) {  // a burst: its answers may wait on the peer
+          co_await flush(c, conn, true);
+        }
+      }
+      co_await flush(c, conn);
+      if (!open) break;
+      if (answered) deadline = std::chrono::steady_clock::now() + c.header_timeout;
+      const std::int32_t got = co_await read_more(
+          conn, parser,
+          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()));
+      if (got == -ETIMEDOUT && parser.buffered() > 0) {
+        // Part of a request, and not the rest in time: say so before closing.
+        uring::http::append_response(out, 408, {}, "request timeout\n", false);
+        co_await answer_and_close(l, out, conn.pool);
+        co_return;
+      }
+      if (got <= 0) break;  // closed by the peer, reset, idle too long, or the drain
+    }
+    // TLS ends with close_notify (a plain stream closes when its owner drops it).
+    if (l.secure()) co_await bounded(l.close_write(), milliseconds(1000), w.abort.get_token());
+  } catch (const std::system_error&) {
+    // The peer reset or stopped reading in the middle of an answer: nothing to tell it.
+  }
+}
+
+}  // namespace sample

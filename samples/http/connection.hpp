@@ -1,0 +1,42 @@
+// samples/http/connection.hpp — uring-http's settings and the request loop of one connection.
+//
+// Provides: sample::http_config, sample::serve_http (one connection's requests, plain or TLS) and
+// sample::answer_and_close.
+// Threads: a connection runs on its worker's thread; the config is shared read-only by every thread.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include <uring/task.hpp>
+
+#include "../server.hpp"
+#include "files.hpp"
+#include "link.hpp"
+
+namespace sample {
+
+struct http_config {
+  server_flags server{.port = 8080};
+  std::string root = ".";
+  int max_connections = 10'000;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds write_timeout{30'000};      // each write, and each piece of a file, within this
+  std::chrono::milliseconds handshake_timeout{10'000};  // a TLS handshake, on the HTTPS port
+  resolve_kind resolve = resolve_kind::automatic;
+  const file_root* files = nullptr;  // --root, opened
+  std::string metrics_path;          // --metrics-path; empty: none
+};
+
+// Serves a connection's requests in order until it closes, fails, breaks a rule or times out; failures of
+// the connection end it quietly. A plain link reads leased chunks from the worker's pool when it has one;
+// a TLS link reads into the parser.
+uring::task<void> serve_http(link l, worker& w, const http_config& c);
+
+// Sends `answer` and closes gently: a close with unread request bytes makes the kernel reset the
+// connection, which can destroy the answer before the client reads it. So: send, end our side, and read
+// what the peer still sends (up to 64 KiB, for at most a second). `pool`: read those by leased receives.
+uring::task<void> answer_and_close(const link& l, std::string_view answer, uring::net::buffer_pool* pool);
+
+}  // namespace sample
