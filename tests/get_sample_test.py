@@ -96,7 +96,7 @@ try:
     for name in files:
         out = os.path.join(work, "out-" + name)
         code, _, err, _ = run_get("-o", out, "%s/file/%s" % (base, name))
-        check(code == 0, "http %s: exit %d: %s" % (name, code, err))
+        check(code == 0 and err == "", "http %s: exit %d, stderr %r" % (name, code, err))
         with open(out, "rb") as f:
             check(f.read() == contents[name], "http %s: bytes differ" % name)
 

@@ -184,7 +184,7 @@ uring::task<int> fetcher::fetch_untimed(const url& u) {
       if (!reused || received) throw;
     }
     if (status) {
-      progress_->print(true);
+      if (opts_.progress) progress_->print(true);
       if (c->reusable) {
         c->last_use = ++uses_;
         const std::string key = c->key;
