@@ -242,7 +242,8 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
             "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
             "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
             "\"multishot_timeout\":false,\"registered_buffers\":false,\"send_fixed_buf\":false,"
-            "\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_ring\":\"said \\\"no\\\"\"}}");
+            "\"napi\":false,\"epoll_busy_poll\":false,\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_"
+            "ring\":\"said \\\"no\\\"\"}}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }
 

@@ -60,6 +60,7 @@ enum class feature : std::uint32_t {
   buf_ring = 1u << 8,   // provided buffer rings
   multishot = 1u << 9,  // multishot accept/recv, and the ticker's multishot timeout
   send_zc = 1u << 10,   // zero-copy send
+  napi = 1u << 11,      // NAPI busy polling (IORING_REGISTER_NAPI; emulated: epoll's EPIOCSPARAMS)
 };
 
 class feature_set {
@@ -116,6 +117,16 @@ struct executor_options {
   // cores. It sees MSG_RING messages and completions the kernel posts directly; those that need task work
   // (COOP_TASKRUN, DEFER_TASKRUN: socket and pipe reads) are seen when the window ends and the loop enters.
   std::chrono::microseconds busy_poll{0};
+  // NAPI busy polling (0: off): while the executor waits for completions, the kernel polls the network
+  // device queues of the sockets it serves for up to this long before it sleeps, trading a core's idle
+  // time for lower receive latency on a real NIC (loopback and virtual devices have no queue to poll, so
+  // it changes nothing there). Natively IORING_REGISTER_NAPI (kernel 6.9+); emulated, the same settings on
+  // its epoll fd (EPIOCSPARAMS, 6.9+, with the kernel's default budget of 8 packets). Where the kernel
+  // lacks it the executor runs without, and plan() says why. At most 4294 s.
+  std::chrono::microseconds napi_busy_poll{0};
+  // With napi_busy_poll: ask the device to defer its interrupts while the executor polls (the kernel's
+  // prefer_busy_poll), for the least interrupt overhead under steady load.
+  bool napi_prefer_busy_poll = false;
   // Slots in the executor's table of direct descriptors (uring/direct.hpp; io_uring's registered files),
   // registered empty at start-up. 0: no table (install_direct fails with ENXIO). The kernel caps it at
   // RLIMIT_NOFILE.

@@ -18,6 +18,7 @@
 
 #include <sys/uio.h>
 
+#include "backend/napi.hpp"
 #include "setup/liburing_compat.hpp"
 #include "uring/detail/operation.hpp"
 #include "uring/executor.hpp"
@@ -152,6 +153,9 @@ class backend {
   // Empties slot `index` of the table of direct descriptors now (no operation): for a slot nobody will
   // take, such as a connection a multishot accept put there after its stream was gone. 0 or -errno.
   virtual int empty_slot(unsigned index) = 0;
+  // NAPI busy polling (executor_options::napi_busy_poll): natively registered on the ring, emulated set on
+  // the epoll fd it waits in (backend/napi.hpp). 0 or -errno.
+  virtual int enable_napi(napi_settings s) = 0;
 
   // The ring's table of registered buffers (uring/fixed_buffers.hpp), as IORING_REGISTER_BUFFERS2,
   // IORING_REGISTER_BUFFERS_UPDATE and IORING_UNREGISTER_BUFFERS: `n` buffers from `iovs` (a null base

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -59,10 +61,18 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
       emulated.notes = std::move(impl_->plan.notes);
       emulated.notes.push_back(std::string("backend: emulated, because the ring could not be set up: ") +
                                e.what());
+      if (opts.napi_busy_poll.count() > 0) emulated.notes.push_back("napi: off after that fallback");
       impl_->plan = std::move(emulated);
     }
   }
   if (!impl_->backend) impl_->backend = detail::make_emulated_backend(opts, impl_->stats);
+  if (impl_->plan.napi) {
+    const auto us =
+        std::min<std::int64_t>(opts.napi_busy_poll.count(), std::numeric_limits<std::uint32_t>::max());
+    const detail::napi_settings napi{static_cast<std::uint32_t>(us), opts.napi_prefer_busy_poll};
+    if (int r = impl_->backend->enable_napi(napi); r < 0)
+      throw std::system_error(-r, std::system_category(), "executor: NAPI busy polling (napi_busy_poll)");
+  }
   impl_->ring = impl_->backend->native();
   if (impl_->ring != nullptr) {
     impl_->ring->offer_inline_sq(queue_);

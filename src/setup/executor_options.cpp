@@ -22,6 +22,7 @@ constexpr std::pair<feature, const char*> kFeatureNames[] = {
     {feature::buf_ring, "buf_ring"},
     {feature::multishot, "multishot"},
     {feature::send_zc, "send_zc"},
+    {feature::napi, "napi"},
 };
 
 }  // namespace

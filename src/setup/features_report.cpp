@@ -124,6 +124,8 @@ std::string to_string(const kernel_features& f) {
   out += std::string("multishot timeout ") + yes_no(f.multishot_timeout);
   out += std::string("registered bufs   ") + yes_no(f.registered_buffers);
   out += std::string("send fixed buf    ") + yes_no(f.send_fixed_buf);
+  out += std::string("napi              ") + yes_no(f.napi);
+  out += std::string("epoll busy poll   ") + yes_no(f.epoll_busy_poll);
   for (const auto& [feature, why] : f.reasons) out += "why not: " + feature + ": " + why + "\n";
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
@@ -266,6 +268,8 @@ std::string to_json(const kernel_features& f) {
       .boolean("multishot_timeout", f.multishot_timeout)
       .boolean("registered_buffers", f.registered_buffers)
       .boolean("send_fixed_buf", f.send_fixed_buf)
+      .boolean("napi", f.napi)
+      .boolean("epoll_busy_poll", f.epoll_busy_poll)
       .raw("reasons", reasons_object(f.reasons))
       .str();
 }

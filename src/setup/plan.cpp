@@ -46,6 +46,24 @@ std::string because(const kernel_features& kernel, const std::string& feature) {
   return why.empty() ? why : ": " + why;
 }
 
+// executor_options::napi_busy_poll on `plan`'s backend: on where asked for and the kernel has it, else a
+// note saying why not.
+void plan_napi(const kernel_features& kernel, const executor_options& request, feature_set disabled,
+               executor_plan& plan) {
+  if (request.napi_busy_poll.count() <= 0) return;
+  const bool native = plan.backend == backend_kind::native;
+  const char* feature = native ? "napi" : "epoll_busy_poll";
+  if (disabled.contains(feature::napi)) {
+    plan.notes.push_back("napi: disabled by request");
+  } else if (!(native ? kernel.napi : kernel.epoll_busy_poll)) {
+    plan.notes.push_back(std::string("napi: ") + (native ? "IORING_REGISTER_NAPI" : "epoll's EPIOCSPARAMS") +
+                         " unavailable on kernel " + kernel.kernel_release + " (6.9+)" +
+                         because(kernel, feature) + "; no busy polling");
+  } else {
+    plan.napi = true;
+  }
+}
+
 }  // namespace
 
 plan_overrides plan_overrides::from_environment() {
@@ -75,6 +93,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     plan.backend = backend_kind::emulated;
     if (overrides.backend == backend_kind::automatic) plan.notes.push_back("backend: emulated as requested");
     if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
+    plan_napi(kernel, request, disabled, plan);
     return plan;
   }
   if (!kernel.io_uring_usable) {
@@ -85,6 +104,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     plan.backend = backend_kind::emulated;
     plan.notes.push_back("backend: emulated, because " + kernel.reason);
     if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
+    plan_napi(kernel, request, disabled, plan);
     return plan;
   }
   plan.backend = backend_kind::native;
@@ -155,6 +175,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   plan.multishot_timeout = kernel.multishot_timeout && !disabled.contains(feature::multishot);
   // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.
   plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
+  plan_napi(kernel, request, disabled, plan);
   return plan;
 }
 

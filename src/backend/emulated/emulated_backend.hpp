@@ -65,6 +65,7 @@ class emulated_backend final : public backend {
 
   int empty_slot(unsigned index) override { return close_direct(static_cast<int>(index)); }
   // The table of registered buffers, as the kernel keeps it (buffer_table.hpp).
+  int enable_napi(napi_settings s) override { return set_epoll_busy_poll(epoll_fd_, s); }
   int register_buffers(const iovec* iovs, const std::uint64_t* tags, unsigned n) override {
     return buffers_.register_buffers(iovs, tags, n);
   }

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -181,14 +182,14 @@ class native_backend final : public backend, public native_ring {
     if (allowed.allows_msg_ring()) allow_op(IORING_OP_MSG_RING);
     // Register operations after start-up: the eventfd slot (register_eventfd, notify_fd), the ring fd's
     // unregistration at exit (or the thread's slot would keep the ring alive), provided buffer rings,
-    // registered buffers, and emptying a direct slot nobody took (empty_slot: a dropped accept_all_direct
-    // stream's).
-    for (std::uint8_t op :
-         {IORING_REGISTER_EVENTFD, IORING_REGISTER_EVENTFD_ASYNC, IORING_UNREGISTER_EVENTFD,
-          IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING, IORING_UNREGISTER_PBUF_RING,
-          IORING_REGISTER_FILES_UPDATE, IORING_REGISTER_BUFFERS2, IORING_REGISTER_BUFFERS_UPDATE,
-          IORING_UNREGISTER_BUFFERS}) {
-      add(IORING_RESTRICTION_REGISTER_OP, op);
+    // registered buffers, emptying a direct slot nobody took (empty_slot: a dropped accept_all_direct
+    // stream's), and NAPI busy polling (registered once the executor has its ring).
+    for (unsigned op : std::initializer_list<unsigned>{
+             IORING_REGISTER_EVENTFD, IORING_REGISTER_EVENTFD_ASYNC, IORING_UNREGISTER_EVENTFD,
+             IORING_UNREGISTER_RING_FDS, IORING_REGISTER_PBUF_RING, IORING_UNREGISTER_PBUF_RING,
+             IORING_REGISTER_FILES_UPDATE, IORING_REGISTER_BUFFERS2, IORING_REGISTER_BUFFERS_UPDATE,
+             IORING_UNREGISTER_BUFFERS, detail::kRegisterNapi}) {
+      add(IORING_RESTRICTION_REGISTER_OP, static_cast<std::uint8_t>(op));
     }
     // Without this every SQE carrying a flag is refused: links (with_timeout, chains), skipped success CQEs
     // (cancel, MSG_RING), provided-buffer selection and forced async are what the library sets.
@@ -297,6 +298,7 @@ class native_backend final : public backend, public native_ring {
   }
   void make_sq_room() override { flush_until_free(1); }
   int ring_fd() const noexcept override { return ring_.ring_fd; }
+  int enable_napi(napi_settings s) override { return register_napi(ring_.ring_fd, s); }
 
   bool poll_completions() override {
     if (io_uring_cq_ready(&ring_) > 0 || (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_CQ_OVERFLOW))
