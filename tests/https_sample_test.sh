@@ -6,7 +6,8 @@
 # refused, plain HTTP on the other port at the same time), openssl s_client (the chain verified), python3's
 # ssl module (a clean close_notify at the end, 408 for a request not finished in time, a client that never
 # starts its handshake dropped after --handshake-timeout, a connection over --max-connections closed before
-# its handshake), then SIGTERM with an idle connection open: close_notify, exit 0.
+# its handshake), then SIGTERM with an idle connection open: close_notify, exit 0; last, a second server
+# with --tls-client-ca serves a client certificate the CA signed and refuses a client without one.
 set -euo pipefail
 server=$1
 backend=$2
@@ -178,4 +179,26 @@ IFS= read -r -t 20 line <&4 || fail "idle client: nothing at the drain"
 [ "$line" = close_notify ] || fail "idle client at the drain: $line"
 wait "$idle_pid" || fail "idle client failed"
 idle_pid=
+# Mutual TLS (--tls-client-ca): a client certificate the CA signed is served, none is refused.
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout client.key -out client.csr \
+  -subj "/CN=uring client" 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\n' >client-ext
+openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile client-ext \
+  -out client.pem 2>/dev/null
+coproc mtls { exec "$server" --tls-cert server.pem --tls-key server.key --tls-client-ca ca.pem --port 0 \
+  --tls-port 0 --root root --backend "$backend" 2>"$dir/mtls-stderr"; }
+pid=$mtls_PID
+IFS= read -r -t 10 banner <&"${mtls[0]}" || fail "mutual TLS: no port announced"
+port=${banner#*and on 127.0.0.1:}
+port=${port%% *}
+[ "$(curl -sS --cacert ca.pem --cert client.pem --key client.key "https://localhost:$port/")" = "hello" ] ||
+  fail "mutual TLS: a client with a certificate"
+code=0
+out=$(curl -sS --cacert ca.pem "https://localhost:$port/" 2>&1) || code=$?
+[ "$code" != 0 ] && [[ "$out" != *hello* ]] || fail "mutual TLS: served without a client certificate: $out"
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+pid=
+[ "$status" = 0 ] || fail "mutual TLS server: exit status $status: $(cat "$dir/mtls-stderr")"
 echo "PASS uring-http https $backend"

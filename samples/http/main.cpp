@@ -61,6 +61,7 @@ using uring::net::tcp_stream;
 struct config : sample::http_config {
   std::string tls_cert;  // --tls-cert and --tls-key: PEM files; both or neither
   std::string tls_key;
+  std::string tls_client_ca;  // --tls-client-ca: clients must present a certificate this CA signed
   int tls_port = 8443;
 #ifdef URING_WITH_TLS
   std::optional<uring::tls::tls_context> tls;  // from them, shared by every thread
@@ -74,7 +75,8 @@ struct config : sample::http_config {
       "                  [--root DIR] [--max-connections N] [--header-timeout SECONDS] [--recv leased|copy]\n"
       "                  [--write-timeout SECONDS] [--resolve auto|walk] [--drain-timeout SECONDS]\n"
       "                  [--metrics-path PATH]\n"
-      "                  [--tls-cert FILE --tls-key FILE [--tls-port N] [--handshake-timeout SECONDS]]\n"
+      "                  [--tls-cert FILE --tls-key FILE [--tls-port N] [--handshake-timeout SECONDS]\n"
+      "                   [--tls-client-ca FILE]]\n"
       "  --address          IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
       "  --port             TCP port (default 8080; 0 picks a free one, printed at start)\n"
       "  --threads          executors, each on its own thread with its own SO_REUSEPORT listener (default "
@@ -102,6 +104,8 @@ struct config : sample::http_config {
       "                     PEM, leaf first; needs --tls-key, the private key, PEM\n"
       "  --tls-port         the HTTPS port (default 8443; 0 picks a free one, printed at start)\n"
       "  --handshake-timeout  a TLS handshake must finish within this many seconds (default 10)\n"
+      "  --tls-client-ca    mutual TLS: a client must present a certificate this CA (PEM) signed, else\n"
+      "                     its handshake fails\n"
       "GET / -> hello; GET|HEAD /file/NAME -> the regular file NAME under --root. Absolute-form targets\n"
       "(http://host/PATH) are served by their PATH.\n"
       "Files: never outside --root; no symlink is followed (404), dotfiles and dot-directories are 404,\n"
@@ -155,6 +159,8 @@ config parse(int argc, char** argv) {
       c.tls_cert = args.value();
     } else if (args.flag() == "--tls-key") {
       c.tls_key = args.value();
+    } else if (args.flag() == "--tls-client-ca") {
+      c.tls_client_ca = args.value();
     } else if (args.flag() == "--tls-port") {
       c.tls_port = static_cast<int>(args.number(0, 65535));
     } else if (args.flag() == "--handshake-timeout") {
@@ -170,6 +176,10 @@ config parse(int argc, char** argv) {
   }
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     std::fprintf(stderr, "uring-http: --tls-cert and --tls-key go together\n");
+    usage(2);
+  }
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty()) {
+    std::fprintf(stderr, "uring-http: --tls-client-ca needs --tls-cert and --tls-key\n");
     usage(2);
   }
   if (!c.tls_cert.empty()) {
@@ -260,6 +270,10 @@ int main(int argc, char** argv) {
       o.cert_file = c.tls_cert;
       o.key_file = c.tls_key;
       o.alpn = {"http/1.1"};
+      if (!c.tls_client_ca.empty()) {
+        o.client_auth = uring::tls::client_certificates::required;
+        o.client_ca_file = c.tls_client_ca;
+      }
       c.tls = uring::tls::tls_context::server(o);
     } catch (const std::system_error& e) {
       std::fprintf(stderr, "uring-http: %s\n", e.what());
