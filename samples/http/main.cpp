@@ -3,10 +3,11 @@
 //   uring-http [--address 127.0.0.1] [--port 8080] [--threads 1] [--backend auto|native|emulated]
 //              [--root DIR] [--max-connections N] [--header-timeout SECONDS] [--recv leased|copy]
 //              [--write-timeout SECONDS] [--resolve auto|walk] [--metrics-path PATH]
-//              [--tls-cert FILE --tls-key FILE [--tls-port 8443] [--handshake-timeout SECONDS]]
+//              [--tls-cert FILE --tls-key FILE [--tls-port 8443] [--handshake-timeout SECONDS]
+//               [--tls-client-ca FILE]]
 //
 // Routes: GET / answers "hello\n" (text/plain); GET /file/<name> answers the file <name> under --root
-// (the rules, symlinks and dotfiles refused, are in http_files.hpp); HEAD is GET without the body;
+// (the rules, symlinks and dotfiles refused, are in files.hpp); HEAD is GET without the body;
 // with --metrics-path, GET PATH answers every executor's figures in the Prometheus text format
 // (uring/metrics.hpp); anything else is 404, a method other than GET or HEAD is 405. A target may be in
 // origin-form ("/file/x") or absolute-form ("http://host/file/x": its path is used, the authority ignored).
@@ -15,7 +16,7 @@
 // small_file goes out after them by send_file, a piece at a time. Nothing more is read from a connection
 // until everything it has sent so far is answered, so its pending output is bounded and a client that
 // pipelines a burst and does not read holds the rest in its own socket, not in the server's memory (nor,
-// leased, in the receive buffers its executor's connections share: see pause_receiving).
+// leased, in the receive buffers its executor's connections share: see pause_receiving in connection.cpp).
 //
 // Defences (the list in --help): the parser's limits (uring::http, answered 400/413/431/501/505 and the
 // connection closed; bodies are cut to max_body since no route reads one); a request must arrive whole
@@ -26,7 +27,8 @@
 // reading only ends its own connection (sends use MSG_NOSIGNAL).
 //
 // With --tls-cert and --tls-key the same routes are served over TLS (uring::tls, ALPN http/1.1) on a
-// second port, --tls-port; a TLS connection reads into its parser and sends files through a 64 KiB buffer.
+// second port, --tls-port (--tls-client-ca: mutual TLS); a TLS connection reads into its parser and sends
+// files through a 64 KiB buffer.
 // Each of the --threads executors has its own SO_REUSEPORT listeners on the same ports, as in uring-echo;
 // `--port 0` binds a free port and the first line on stdout says which. SIGTERM or SIGINT (a signalfd)
 // drains: stop accepting, answer the requests already received, close, exit 0. --recv leased (the default
