@@ -7,7 +7,8 @@
 # TLS=1: the same over HTTPS, both servers with one EC P-256 certificate made here, and a second test per
 # variant: a new connection per request (wrk -H "Connection: close"), each a full handshake: both servers run
 # with OPENSSL_CONF setting NumTickets = 0, so no TLS 1.3 session is handed out to resume. Checks that
-# s_client negotiates the same cipher suite with every server and that no session resumes (else fails).
+# s_client negotiates the same cipher suite and key exchange with every server and that no session resumes
+# (else fails).
 # Environment: REPS (default 3), DURATION (wrk -d, default 10s), CONNECTIONS (wrk -c, default 50),
 # NGINX_PORT (default 18089), THREADS (default 1: uring-http --threads 1 and one nginx worker on CPU 0, wrk on
 # CPU 1; 2: two executors and two nginx workers, server and wrk unpinned, sharing both CPUs), TLS (default 0;
@@ -125,10 +126,10 @@ stop() {
   pid=
 }
 
-# The cipher suite s_client negotiates with the server on $port.
+# The cipher suite and key exchange s_client negotiates with the server on $port.
 cipher() {
   openssl s_client -connect "127.0.0.1:$port" -tls"${tls_version/./_}" </dev/null 2>/dev/null |
-    awk '/Cipher is/ {print $NF; exit}'
+    awk '/Server Temp Key:/ {sub(/,.*/, "", $4); group = $4} /Cipher is/ {print $NF ", key exchange " group; exit}'
 }
 # Fails if the server on $port hands out a session that a second connection resumes.
 check_no_resumption() {
