@@ -1,5 +1,7 @@
 // uring::tls on every backend: handshakes, echo, certificate checks and their error texts, ALPN, SNI,
 // session resumption, truncation, a handshake time-out, many connections at once, and the kTLS probe.
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -323,8 +325,17 @@ TEST_P(Tls, GarbageInsteadOfClientHelloFails) {
 }
 
 // Many handshakes and echoes in flight at once on one executor.
+// 1,000 connections at once, both ends in this process: 2,000 sockets, so the fd limit is raised to fit.
 TEST_P(Tls, ManyConcurrentConnections) {
-  const long count = uring::test::scaled(200);
+  const long count = uring::test::scaled(1000);
+  rlimit fds{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &fds), 0);
+  const rlim_t need = static_cast<rlim_t>(2 * count + 256);
+  if (fds.rlim_cur < need) {
+    if (fds.rlim_max < need) GTEST_SKIP() << "RLIMIT_NOFILE's hard limit is below " << need;
+    fds.rlim_cur = need;
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &fds), 0);
+  }
   auto server = server_context(test_pki::get().server);
   auto client = client_context();
   run([&]() -> task<void> {
