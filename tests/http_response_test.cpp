@@ -193,7 +193,9 @@ TEST(HttpResponse, LineEndingsAndBytesInTheHead) {
   expect_refused("HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n", "line ends in LF without CR");
   expect_refused("HTTP/1.1 200 OK\r\nContent-Length: 0\n\r\n", "line ends in LF without CR");
   expect_refused("HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", "CR not followed by LF");
-  expect_refused(std::string("HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n", 29), "NUL byte in response head");
+  // The literal's own length: sizeof counts its terminating NUL.
+  static constexpr char with_nul[] = "HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n";
+  expect_refused(std::string(with_nul, sizeof with_nul - 1), "NUL byte in response head");
   expect_refused("HTTP/1.1 200 OK\r\nX: a\x7F\r\n\r\n", "control character in header value");
   expect_refused("HTTP/1.1 200 OK\r\nX : a\r\n\r\n", "bad header name");
   expect_refused("HTTP/1.1 200 OK\r\n: a\r\n\r\n", "bad header name");
