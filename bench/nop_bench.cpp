@@ -7,6 +7,8 @@
 //                   bound on the library's own per-operation cost, not a fair race with the kernel)
 //   uring_restricted  `uring` on a ring restricted to nop (executor_options::allowed_ops)
 //   uring_latency     `uring` with executor_options::histograms
+//   raw_sqpoll, uring_sqpoll  liburing and ours on an SQPOLL ring: a kernel thread takes the SQEs, and
+//                   each turn enters only to wait for its completions
 // All rings use the executor's default setup flags, so only the registration and the library differ.
 #include <benchmark/benchmark.h>
 #include <liburing.h>
@@ -20,11 +22,13 @@
 
 namespace uring::bench {
 
-void raw_nops(benchmark::State& state, bool registered) {
+void raw_nops(benchmark::State& state, bool registered, bool sqpoll) {
   const auto batch = static_cast<unsigned>(state.range(0));
   io_uring ring;
   io_uring_params params{};
-  params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
+  // The kernel refuses COOP_TASKRUN with SQPOLL; the executor's plan drops it the same way.
+  params.flags = IORING_SETUP_SUBMIT_ALL | (sqpoll ? IORING_SETUP_SQPOLL : IORING_SETUP_COOP_TASKRUN);
+  params.sq_thread_idle = 10;  // ms, as executor_options::sqpoll's default
   if (io_uring_queue_init_params(256, &ring, &params) != 0)
     throw std::runtime_error("io_uring_queue_init_params");
   if (registered && io_uring_register_ring_fd(&ring) != 1)
@@ -51,14 +55,16 @@ using uring::bench::thread_cpu;
 
 void BM_raw_plain(benchmark::State& state) { raw_nops(state, false); }
 void BM_raw_registered(benchmark::State& state) { raw_nops(state, true); }
+void BM_raw_sqpoll(benchmark::State& state) { raw_nops(state, true, true); }
 
 // `batch` coroutines in lock step: each turn every one of them has one nop in flight, so each enter
 // carries `batch` SQEs. The root drives the benchmark's clock; the others stop when it does.
 void executor_nops(benchmark::State& state, uring::backend_kind backend, bool restricted = false,
-                   bool latency = false) {
+                   bool latency = false, bool sqpoll = false) {
   const auto batch = static_cast<int>(state.range(0));
   uring::executor::options opts;
   opts.backend = backend;
+  opts.sqpoll.enabled = sqpoll;
   if (restricted) opts.allowed_ops = {uring::op_kind::nop};
   opts.histograms = latency;
   uring::executor ex(opts);
@@ -106,6 +112,9 @@ void BM_uring_restricted(benchmark::State& state) { executor_nops(state, uring::
 void BM_uring_latency(benchmark::State& state) {
   executor_nops(state, uring::backend_kind::native, false, true);
 }
+void BM_uring_sqpoll(benchmark::State& state) {
+  executor_nops(state, uring::backend_kind::native, false, false, true);
+}
 
 }  // namespace
 
@@ -115,3 +124,5 @@ BENCHMARK(BM_uring)->Name("nop/uring")->Arg(1)->Arg(32);
 BENCHMARK(BM_emulated)->Name("nop/emulated")->Arg(1)->Arg(32);
 BENCHMARK(BM_uring_restricted)->Name("nop/uring_restricted")->Arg(1)->Arg(32);
 BENCHMARK(BM_uring_latency)->Name("nop/uring_latency")->Arg(1)->Arg(32);
+BENCHMARK(BM_raw_sqpoll)->Name("nop/raw_sqpoll")->Arg(1)->Arg(32);
+BENCHMARK(BM_uring_sqpoll)->Name("nop/uring_sqpoll")->Arg(1)->Arg(32);

@@ -33,7 +33,13 @@ inline std::vector<backend_config> all_backends() {
   deferred.flags = ring_flags::single_issuer | ring_flags::defer_taskrun;
   executor_options emulated;
   emulated.backend = backend_kind::emulated;
-  return {{"native", native}, {"native_defer_taskrun", deferred}, {"emulated", emulated}};
+  // A poller thread takes the SQ (its own plan drops COOP_TASKRUN, which the kernel refuses with it).
+  executor_options sqpoll = native;
+  sqpoll.sqpoll.enabled = true;
+  return {{"native", native},
+          {"native_defer_taskrun", deferred},
+          {"native_sqpoll", sqpoll},
+          {"emulated", emulated}};
 }
 
 // For messaging: the three above plus native with MSG_RING turned off (the mailbox between native rings).

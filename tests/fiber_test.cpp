@@ -378,11 +378,15 @@ TEST_P(Fiber, FibersAndCoroutinesInterleaveFairly) {
   }());
   ASSERT_EQ(order.size(), 3u * kSteps);
   // Every prefix: no party more than a couple of steps ahead of another (one step per loop turn each).
+  // An SQPOLL ring's poller completes the nops in its own time while turns go on without waiting for it,
+  // so there the yielding fiber may run ahead: only the two parties doing I/O are held level.
+  const bool yields_level = !options().sqpoll.enabled;
   int f = 0, y = 0, c = 0, worst = 0;
   for (char ch : order) {
     (ch == 'F' ? f : ch == 'Y' ? y : c) += 1;
     if (f < kSteps && y < kSteps && c < kSteps) {
-      worst = std::max({worst, std::abs(f - c), std::abs(y - c), std::abs(f - y)});
+      worst = std::max(worst, std::abs(f - c));
+      if (yields_level) worst = std::max({worst, std::abs(y - c), std::abs(f - y)});
     }
   }
   EXPECT_LE(worst, 2) << order;

@@ -242,7 +242,8 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
             "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
             "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
             "\"multishot_timeout\":false,\"registered_buffers\":false,\"send_fixed_buf\":false,"
-            "\"napi\":false,\"epoll_busy_poll\":false,\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_"
+            "\"napi\":false,\"epoll_busy_poll\":false,\"sqpoll\":false,\"reasons\":{\"eventfd_register\":"
+            "\"EPERM\",\"msg_"
             "ring\":\"said \\\"no\\\"\"}}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }
@@ -259,7 +260,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(plan),
             "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
             "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"linked_chains\":true,"
-            "\"multishot_timeout\":false,\"allowed_ops\":[],"
+            "\"multishot_timeout\":false,\"sqpoll\":false,\"allowed_ops\":[],"
             "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
@@ -267,7 +268,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(emulated),
             "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
-            "\"allowed_ops\":[],\"notes\":[]}");
+            "\"sqpoll\":false,\"allowed_ops\":[],\"notes\":[]}");
 
   // A restricted plan lists the allowed operations by our names, msg_ring last.
   uring::executor_plan restricted;
@@ -276,7 +277,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(restricted),
             "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
-            "\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],"
+            "\"sqpoll\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],"
             "\"notes\":[]}");
 }
 

@@ -200,6 +200,9 @@ class executor {
   friend struct detail::executor_core;  // the library's own hooks (src/executor/executor_state.hpp)
   struct impl;
 
+  // The constructor's work past the wake-up eventfd, which it closes if this throws.
+  void set_up(const options& opts);
+
   // Drives the loop until `root` is done (never, for a null root); returns false when the executor was
   // stopped first.
   bool run_until_done(std::coroutine_handle<> root);

@@ -61,6 +61,7 @@ enum class feature : std::uint32_t {
   multishot = 1u << 9,  // multishot accept/recv, and the ticker's multishot timeout
   send_zc = 1u << 10,   // zero-copy send
   napi = 1u << 11,      // NAPI busy polling (IORING_REGISTER_NAPI; emulated: epoll's EPIOCSPARAMS)
+  sqpoll = 1u << 12,    // a kernel thread polling the submission queue (IORING_SETUP_SQPOLL)
 };
 
 class feature_set {
@@ -86,6 +87,19 @@ constexpr feature_set operator|(feature a, feature b) noexcept { return feature_
 // "msg_ring,defer_taskrun" <-> feature_set. Parsing throws std::invalid_argument naming an unknown entry.
 feature_set parse_feature_set(const std::string& comma_list);
 std::string to_string(feature_set s);
+
+// IORING_SETUP_SQPOLL: a kernel thread of the ring's own takes operations from its submission queue as
+// they are written, so a busy executor starts I/O without io_uring_enter. The thread spins while there is
+// work and for `idle` after it, then sleeps until the executor's next submission wakes it (one enter,
+// IORING_ENTER_SQ_WAKEUP). It costs a core while it spins: worth it where the executor has a core to
+// spare and submits steadily (docs/sqpoll.md has the measurements and the recommendation).
+struct sqpoll_options {
+  bool enabled = false;
+  // How long the poller spins without work before it sleeps (the kernel's sq_thread_idle). At least 1 ms.
+  std::chrono::milliseconds idle{10};
+  // The CPU to pin the poller to (IORING_SETUP_SQ_AFF); -1 leaves it to the scheduler.
+  int cpu = -1;
+};
 
 struct executor_options {
   // Submission queue entries (rounded up to a power of two by the kernel). More queued operations than
@@ -127,6 +141,10 @@ struct executor_options {
   // With napi_busy_poll: ask the device to defer its interrupts while the executor polls (the kernel's
   // prefer_busy_poll), for the least interrupt overhead under steady load.
   bool napi_prefer_busy_poll = false;
+  // A kernel thread polling the submission queue (native only, kernel 5.11+ without privileges). SQPOLL
+  // rings run task work on that thread, so the kernel refuses COOP_TASKRUN and DEFER_TASKRUN with it: the
+  // plan drops them, with a note. The emulated backend ignores it, with a note.
+  sqpoll_options sqpoll;
   // Slots in the executor's table of direct descriptors (uring/direct.hpp; io_uring's registered files),
   // registered empty at start-up. 0: no table (install_direct fails with ENXIO). The kernel caps it at
   // RLIMIT_NOFILE.

@@ -37,6 +37,15 @@ executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) 
   impl_->self = this;
   impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC);
   if (impl_->wake_fd < 0) throw std::system_error(errno, std::system_category(), "executor: eventfd");
+  try {
+    set_up(opts);
+  } catch (...) {
+    ::close(impl_->wake_fd);  // no destructor runs for an executor whose constructor throws
+    throw;
+  }
+}
+
+void executor::set_up(const options& opts) {
   const plan_overrides overrides = plan_overrides::from_environment();
   impl_->plan = make_plan(probed_kernel(), opts, overrides);
   queue_.refused = opts.allowed_ops.refused();

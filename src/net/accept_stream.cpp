@@ -35,6 +35,7 @@ struct accept_state : operation {
   bool abandoned = false;  // the stream is gone
   std::coroutine_handle<> waiter;
   std::uint64_t wait = 0;        // numbers the next() calls that suspended, for state_cancel
+  std::uint64_t stopped = 0;     // the wait a stop cancelled the request for (0: none)
   std::int64_t deadline_ns = 0;  // the waiting next()'s deadline (CLOCK_MONOTONIC), 0: none
   bool timed_out = false;        // the last wait ended by its deadline, for state_resume
   deadline_timer<accept_state> timer;
@@ -97,19 +98,27 @@ struct accept_state : operation {
   static void on_complete(operation* op) noexcept {
     auto* s = static_cast<accept_state*>(op);
     const bool final = (s->cqe_flags & kCqeMore) == 0;
+    // A stop's cancel reaches the kernel some time after it was asked for (an SQPOLL ring's poller takes
+    // it later still); by then the stopped wait may have had a connection and a later one, under no stop,
+    // may be waiting. The request ended for that earlier wait: the later one does not fail for it.
+    // Only while the executor takes work, so that the wait can be armed again; a shutdown ends it anyway.
+    const bool stale_stop = s->res == -ECANCELED && s->stopped != 0 &&
+                            !(s->waiter && s->wait == s->stopped) && !s->abandoned && s->ex != nullptr &&
+                            executor_core::accepting(*s->ex);
     if (s->res >= 0) {
       if (s->abandoned) {
         s->drop(s->res);
       } else {
         s->ready.push_back(s->res);
       }
-    } else {
+    } else if (!stale_stop) {
       s->error = -s->res;
     }
     // A request that ended after a connection is re-armed by the next next() that finds nothing ready:
     // not from here, which may run while the executor shuts down.
     if (s->waiter && (!s->ready.empty() || s->error != 0)) s->wake();
     if (final) {
+      s->stopped = 0;
       // Ended by the executor's shutdown: the executor may be gone before the stream is, so forget it;
       // slots not taken close with its table.
       if (s->ex != nullptr && !executor_core::accepting(*s->ex)) {
@@ -117,6 +126,8 @@ struct accept_state : operation {
         s->ex = nullptr;
       }
       std::shared_ptr<accept_state> last = std::move(s->self);  // may free *s: nothing may follow
+      // A later wait left without a request by a stale stop: armed again for it.
+      if (stale_stop && s->waiter) s->arm(*s->ex, std::move(last));
     }
   }
 };
@@ -159,7 +170,10 @@ bool state_ready(const accept_state& s) noexcept { return !s.ready.empty() || s.
 // Only the wait the stop was armed for: a cancel posted from another thread may arrive after that
 // next() got its connection, while a later one (under another token, or none) waits.
 void state_cancel(accept_state& s, std::uint64_t wait) noexcept {
-  if (s.waiter && s.wait == wait) s.cancel();
+  if (s.waiter && s.wait == wait && s.in_flight()) {
+    s.stopped = wait;
+    s.cancel();
+  }
 }
 
 std::uint64_t state_wait(const accept_state& s) noexcept { return s.wait; }

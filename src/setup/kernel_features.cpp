@@ -317,6 +317,17 @@ std::string probe_napi() {
   return {};
 }
 
+// IORING_SETUP_SQPOLL: a NOP taken from the SQ by the ring's poller thread. Unprivileged since 5.11;
+// a sandbox may still refuse the thread (EPERM).
+std::string probe_sqpoll() {
+  scratch_ring ring(IORING_SETUP_SQPOLL);
+  if (!ring.ok()) return detail::explain_call_error("io_uring_setup(IORING_SETUP_SQPOLL)", ring.error());
+  io_uring_prep_nop(ring.sqe(kOpTag));
+  std::optional<completion> got = ring.submit_and_wait();
+  return got && got->user_data == kOpTag && got->res == 0 ? std::string()
+                                                          : op_failure("IORING_OP_NOP (SQPOLL)", got);
+}
+
 // EPIOCSPARAMS (6.9): the emulation's epoll fd takes the same settings.
 std::string probe_epoll_busy_poll() {
   unique_fd ep(::epoll_create1(EPOLL_CLOEXEC));
@@ -383,6 +394,7 @@ kernel_features probe_kernel() {
   f.send_fixed_buf = has(f, "send_fixed_buf", "registered_buffers", f.registered_buffers) &&
                      worked(f, "send_fixed_buf", probe_registered_buffer(true));
   f.napi = worked(f, "napi", probe_napi());
+  f.sqpoll = worked(f, "sqpoll", probe_sqpoll());
   return f;
 }
 

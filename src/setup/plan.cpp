@@ -64,6 +64,48 @@ void plan_napi(const kernel_features& kernel, const executor_options& request, f
   }
 }
 
+// executor_options::sqpoll on a native plan: on where asked for and the kernel has it, else a note. The
+// kernel refuses COOP_TASKRUN and DEFER_TASKRUN on an SQPOLL ring (its poller runs the task work), so
+// they go, with a note each. So does MSG_RING: the poller would send a message after the sender's turn,
+// when the target may already have closed its ring (and its fd number may name another), while the
+// messaging protocol checks the target at the send; the mailbox road checks and delivers in one step.
+void plan_sqpoll(const kernel_features& kernel, const executor_options& request, feature_set disabled,
+                 executor_plan& plan) {
+  if (!request.sqpoll.enabled) return;
+  if (disabled.contains(feature::sqpoll)) {
+    plan.notes.push_back("sqpoll: disabled by request");
+    return;
+  }
+  if (!kernel.sqpoll) {
+    plan.notes.push_back("sqpoll: IORING_SETUP_SQPOLL unavailable on kernel " + kernel.kernel_release +
+                         because(kernel, "sqpoll") + "; the executor submits by io_uring_enter");
+    return;
+  }
+  plan.sqpoll = true;
+  if (plan.msg_ring) {
+    plan.msg_ring = plan.send_msg_ring = false;
+    plan.notes.push_back(
+        "messaging: mailbox + eventfd, because an SQPOLL ring's poller would send MSG_RING after the turn "
+        "that checked its target");
+  }
+  for (ring_flags flag : {ring_flags::coop_taskrun, ring_flags::defer_taskrun}) {
+    if (any(plan.flags & flag)) {
+      plan.flags = plan.flags & ~flag;
+      plan.notes.push_back("setup: " + to_string(flag) +
+                           " dropped, because SQPOLL's thread runs the ring's task work");
+    }
+  }
+}
+
+// The rest of an emulated plan: its notes on the options that mean something else there.
+void plan_emulated(const kernel_features& kernel, const executor_options& request, feature_set disabled,
+                   executor_plan& plan) {
+  if (request.allowed_ops.restricts())
+    plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
+  plan_napi(kernel, request, disabled, plan);
+  if (request.sqpoll.enabled) plan.notes.push_back("sqpoll: native only; the emulation submits in-process");
+}
+
 }  // namespace
 
 plan_overrides plan_overrides::from_environment() {
@@ -88,12 +130,10 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     plan.notes.push_back("backend: URING_BACKEND=" + to_string(overrides.backend));
   }
   plan.allowed_ops = request.allowed_ops;
-  const bool restricted = request.allowed_ops.restricts();
   if (wanted == backend_kind::emulated) {
     plan.backend = backend_kind::emulated;
     if (overrides.backend == backend_kind::automatic) plan.notes.push_back("backend: emulated as requested");
-    if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
-    plan_napi(kernel, request, disabled, plan);
+    plan_emulated(kernel, request, disabled, plan);
     return plan;
   }
   if (!kernel.io_uring_usable) {
@@ -103,13 +143,13 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     }
     plan.backend = backend_kind::emulated;
     plan.notes.push_back("backend: emulated, because " + kernel.reason);
-    if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
-    plan_napi(kernel, request, disabled, plan);
+    plan_emulated(kernel, request, disabled, plan);
     return plan;
   }
   plan.backend = backend_kind::native;
   plan.linked_chains = true;
-  if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
+  if (request.allowed_ops.restricts())
+    plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
 
   ring_flags flags = request.flags;
   for (auto [f, flag] : kFlagFeatures) {
@@ -176,6 +216,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.
   plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
   plan_napi(kernel, request, disabled, plan);
+  plan_sqpoll(kernel, request, disabled, plan);
   return plan;
 }
 
@@ -183,6 +224,7 @@ std::string to_string(const executor_plan& plan) {
   std::string out = "backend " + to_string(plan.backend);
   if (plan.backend == backend_kind::native) {
     out += ", flags " + to_string(plan.flags);
+    if (plan.sqpoll) out += ", SQPOLL";
     out += std::string(", registered ring fd ") + (plan.register_ring_fd ? "yes" : "no");
   }
   out += std::string(", messaging ") + (plan.msg_ring ? "MSG_RING" : "mailbox");

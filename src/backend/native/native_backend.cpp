@@ -88,15 +88,20 @@ class native_backend final : public backend, public native_ring {
     if (any(want & ring_flags::defer_taskrun)) want = want | ring_flags::single_issuer;
     // A restricted ring starts disabled: restrictions can only be registered before the ring is enabled.
     const bool restricted = plan.allowed_ops.restricts();
+    sqpoll_ = plan.sqpoll;
     for (;;) {
       io_uring_params params{};
       params.flags = IORING_SETUP_CQSIZE | to_kernel(want) | (restricted ? IORING_SETUP_R_DISABLED : 0u);
       params.cq_entries = opts.cq_entries != 0 ? opts.cq_entries : 4 * opts.sq_entries;
+      if (sqpoll_) set_sqpoll(params, opts.sqpoll);
       int r = init_ring(opts.sq_entries, &ring_, &params);
       if (r == 0) {
         features_ = params.features;
         break;
       }
+      // The probe found SQPOLL working, so a refusal here is about these options (a CPU that is not
+      // online, say): said as such rather than hidden by dropping flags.
+      if (sqpoll_) throw std::system_error(-r, std::system_category(), explain_sqpoll_error(opts.sqpoll, -r));
       if (r == -EINVAL && any(want)) {
         want = drop_newest(want);
         continue;
@@ -153,6 +158,25 @@ class native_backend final : public backend, public native_ring {
   }
 
   ~native_backend() override { exit_ring(&ring_); }
+
+  static void set_sqpoll(io_uring_params& params, const sqpoll_options& o) {
+    params.flags |= IORING_SETUP_SQPOLL;
+    // 0 would mean the kernel's default of a second.
+    params.sq_thread_idle = static_cast<unsigned>(std::clamp<std::int64_t>(o.idle.count(), 1, 1'000'000));
+    if (o.cpu >= 0) {
+      params.flags |= IORING_SETUP_SQ_AFF;
+      params.sq_thread_cpu = static_cast<unsigned>(o.cpu);
+    }
+  }
+
+  static std::string explain_sqpoll_error(const sqpoll_options& o, int err) {
+    std::string call = "io_uring_setup(IORING_SETUP_SQPOLL";
+    if (o.cpu >= 0) call += " on CPU " + std::to_string(o.cpu);
+    call += ") for executor_options::sqpoll";
+    std::string why = explain_call_error(call.c_str(), err);
+    if (err == EINVAL && o.cpu >= 0) why += " (is that CPU online and in this process's cpuset?)";
+    return why;
+  }
 
   // The ring's restrictions: the kernel opcodes of the allowed operations plus those the executor needs
   // itself, the register operations the library performs after start-up, and the SQE flags it sets.
@@ -306,7 +330,8 @@ class native_backend final : public backend, public native_ring {
     // Task work runs only inside an enter: every completion of a DEFER_TASKRUN ring (MSG_RINGs included),
     // socket and pipe reads on a COOP_TASKRUN one. So one GETEVENTS enter per call on the first, one
     // every 32 calls on the second (the CQ itself is watched in between).
-    if (!defer_taskrun_ && ++polls_ % 32 != 0) return false;
+    // An SQPOLL ring's task work runs on its poller thread, which posts the completions itself.
+    if (sqpoll_ || (!defer_taskrun_ && ++polls_ % 32 != 0)) return false;
     ++stats_.enters;
     io_uring_get_events(&ring_);
     return io_uring_cq_ready(&ring_) > 0;
@@ -407,6 +432,11 @@ class native_backend final : public backend, public native_ring {
     do {
       ++stats_.sq_full_flushes;
       enter(0);
+      // An SQPOLL ring's entries free up as its poller takes them: sleep until it has, not spin.
+      if (sqpoll_ && sq_free(ring_.sq.sqe_tail) < needed) {
+        if (int r = sqpoll_submit(0, IORING_ENTER_SQ_WAIT); r < 0 && r != -EINTR)
+          throw_errno(-r, "io_uring_enter");
+      }
     } while (sq_free(ring_.sq.sqe_tail) < needed);
   }
 
@@ -416,10 +446,12 @@ class native_backend final : public backend, public native_ring {
   // registered ring's index. No syscall when there is nothing to submit and no events to get. Written
   // out because the generic path cost ~40 instructions a turn (callgrind, nop/uring/1).
   int submit_and_enter(unsigned wait_nr) {
+    if (sqpoll_) [[unlikely]]
+      return sqpoll_submit(wait_nr, 0);
     const unsigned tail = ring_.sq.sqe_tail;
     if (ring_.sq.sqe_head != tail) {
       ring_.sq.sqe_head = tail;
-      IO_URING_WRITE_ONCE(*ring_.sq.ktail, tail);  // not SQPOLL: the syscall orders it
+      IO_URING_WRITE_ONCE(*ring_.sq.ktail, tail);  // the syscall orders it (SQPOLL stores a release)
     }
     const unsigned queued = tail - IO_URING_READ_ONCE(*ring_.sq.khead);
     unsigned flags = registered_ ? IORING_ENTER_REGISTERED_RING : 0;
@@ -431,6 +463,33 @@ class native_backend final : public backend, public native_ring {
     ++stats_.enters;
     if (wait_nr > 0) ++stats_.waits;
     return io_uring_enter(static_cast<unsigned>(ring_.enter_ring_fd), queued, wait_nr, flags, nullptr);
+  }
+
+  // SQPOLL: the poller takes SQEs as soon as the tail is published. An enter is needed only to wake a
+  // poller that has gone to sleep, to wait (for completions, or with IORING_ENTER_SQ_WAIT in `extra` for
+  // room in the SQ), or to flush overflowed completions. Counts the SQEs it publishes; returns 0 or -errno.
+  [[gnu::noinline]] int sqpoll_submit(unsigned wait_nr, unsigned extra) {
+    const unsigned tail = ring_.sq.sqe_tail;
+    const unsigned published = tail - ring_.sq.sqe_head;
+    if (published != 0) {
+      ring_.sq.sqe_head = tail;
+      io_uring_smp_store_release(ring_.sq.ktail, tail);
+      stats_.sqes += published;
+    }
+    unsigned flags = extra;
+    if (tail != io_uring_smp_load_acquire(ring_.sq.khead)) {
+      // The full barrier orders the tail's store before the flag's load; the poller orders its flag's
+      // store before its last look at the tail, so one of the two sees the other.
+      io_uring_smp_mb();
+      if (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_NEED_WAKEUP) flags |= IORING_ENTER_SQ_WAKEUP;
+    }
+    if (wait_nr > 0 || (cq_.flags() & cq_.more_flags)) flags |= IORING_ENTER_GETEVENTS;
+    if (flags == 0) return 0;
+    if (registered_) flags |= IORING_ENTER_REGISTERED_RING;
+    ++stats_.enters;
+    if (wait_nr > 0) ++stats_.waits;
+    const int r = io_uring_enter(static_cast<unsigned>(ring_.enter_ring_fd), 0, wait_nr, flags, nullptr);
+    return r < 0 ? r : 0;
   }
 
   // The turn's one enter. Its failures are handled out of line, so the common path keeps a small frame
@@ -448,8 +507,9 @@ class native_backend final : public backend, public native_ring {
     for (;; r = submit_and_enter(wait_nr)) {
       if (r >= 0) return r;
       if (r == -EINTR) {
-        // A signal interrupted the wait; whatever was queued went in or is retried next turn.
-        if (io_uring_sq_ready(&ring_) == 0) return 0;
+        // A signal interrupted the wait; whatever was queued went in (an SQPOLL ring's poller has it) or is
+        // retried next turn.
+        if (sqpoll_ || io_uring_sq_ready(&ring_) == 0) return 0;
         continue;
       }
       if (r == -EBUSY || r == -EAGAIN) {
@@ -497,6 +557,7 @@ class native_backend final : public backend, public native_ring {
   ring_flags active_ = ring_flags::none;
   ring_flags dropped_ = ring_flags::none;
   bool defer_taskrun_ = false;
+  bool sqpoll_ = false;
   bool registered_ = false;
   unsigned polls_ = 0;  // poll_completions calls, to enter on every 32nd
 };
