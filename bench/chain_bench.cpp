@@ -143,15 +143,21 @@ void BM_pairs(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_pairs<steps::fsync, way::raw_linked>)->Name("chain_fsync/raw_linked")->Arg(4096);
-BENCHMARK(BM_pairs<steps::fsync, way::raw_unlinked>)->Name("chain_fsync/raw_unlinked")->Arg(4096);
-BENCHMARK(BM_pairs<steps::fsync, way::chain>)->Name("chain_fsync/chain")->Arg(4096);
-BENCHMARK(BM_pairs<steps::fsync, way::awaits>)->Name("chain_fsync/awaits")->Arg(4096);
-BENCHMARK(BM_pairs<steps::write, way::raw_linked>)->Name("chain_write/raw_linked")->Arg(512);
-BENCHMARK(BM_pairs<steps::write, way::raw_unlinked>)->Name("chain_write/raw_unlinked")->Arg(512);
-BENCHMARK(BM_pairs<steps::write, way::chain>)->Name("chain_write/chain")->Arg(512);
-BENCHMARK(BM_pairs<steps::write, way::awaits>)->Name("chain_write/awaits")->Arg(512);
-BENCHMARK(BM_pairs<steps::nop, way::raw_linked>)->Name("chain_nop/raw_linked")->Arg(0);
-BENCHMARK(BM_pairs<steps::nop, way::raw_unlinked>)->Name("chain_nop/raw_unlinked")->Arg(0);
-BENCHMARK(BM_pairs<steps::nop, way::chain>)->Name("chain_nop/chain")->Arg(0);
-BENCHMARK(BM_pairs<steps::nop, way::awaits>)->Name("chain_nop/awaits")->Arg(0);
+BENCHMARK(BM_pairs<steps::fsync, way::raw_linked>)->Name("chain_fsync/raw_linked")->Arg(4096)->UseRealTime();
+BENCHMARK(BM_pairs<steps::fsync, way::raw_unlinked>)
+    ->Name("chain_fsync/raw_unlinked")
+    ->Arg(4096)
+    ->UseRealTime();
+BENCHMARK(BM_pairs<steps::fsync, way::chain>)->Name("chain_fsync/chain")->Arg(4096)->UseRealTime();
+BENCHMARK(BM_pairs<steps::fsync, way::awaits>)->Name("chain_fsync/awaits")->Arg(4096)->UseRealTime();
+BENCHMARK(BM_pairs<steps::write, way::raw_linked>)->Name("chain_write/raw_linked")->Arg(512)->UseRealTime();
+BENCHMARK(BM_pairs<steps::write, way::raw_unlinked>)
+    ->Name("chain_write/raw_unlinked")
+    ->Arg(512)
+    ->UseRealTime();
+BENCHMARK(BM_pairs<steps::write, way::chain>)->Name("chain_write/chain")->Arg(512)->UseRealTime();
+BENCHMARK(BM_pairs<steps::write, way::awaits>)->Name("chain_write/awaits")->Arg(512)->UseRealTime();
+BENCHMARK(BM_pairs<steps::nop, way::raw_linked>)->Name("chain_nop/raw_linked")->Arg(0)->UseRealTime();
+BENCHMARK(BM_pairs<steps::nop, way::raw_unlinked>)->Name("chain_nop/raw_unlinked")->Arg(0)->UseRealTime();
+BENCHMARK(BM_pairs<steps::nop, way::chain>)->Name("chain_nop/chain")->Arg(0)->UseRealTime();
+BENCHMARK(BM_pairs<steps::nop, way::awaits>)->Name("chain_nop/awaits")->Arg(0)->UseRealTime();
