@@ -5,7 +5,7 @@
 //   <group>/chain         co_await uring::chain(a, b): linked SQEs in one submit
 //   <group>/awaits        co_await a; co_await b;
 // Groups: chain_fsync (a `size`-byte write at offset 0 of an unlinked file in /tmp, then its fsync: the
-// disk's time), chain_write (two `size`-byte writes at offsets 0 and `size` of it: the page cache's),
+// disk's time), chain_write (two `size`-byte writes at offsets 0 and `size` of it: buffered writes),
 // chain_nop (two NOPs: next to no kernel work, so the library's cost shows). Native backend; rings with
 // the executor's default flags and a registered ring fd.
 #include <benchmark/benchmark.h>
