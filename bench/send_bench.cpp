@@ -6,41 +6,18 @@
 // One executor on the benchmark thread sends `size` bytes per iteration on one connection; a plain thread
 // reads them (recv into 1 MiB) and throws them away. Native backend.
 #include <benchmark/benchmark.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <cstring>
-#include <stdexcept>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include <uring/uring.hpp>
+
+#include "loopback.hpp"
 
 namespace {
 
 enum class send_mode { copy, zc, write_all };
-
-// A connected loopback TCP pair: the sender's fd and the reader's.
-std::pair<int, int> tcp_pair() {
-  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0 ||
-      ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    throw std::runtime_error(std::string("listen: ") + std::strerror(errno));
-  }
-  int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
-  }
-  int s = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
-  ::close(l);
-  return {s, c};
-}
 
 uring::task<void> sender(benchmark::State& state, const uring::net::tcp_stream* s, const std::string* buf,
                          send_mode mode) {
@@ -64,13 +41,8 @@ uring::task<void> sender(benchmark::State& state, const uring::net::tcp_stream* 
 
 void run(benchmark::State& state, send_mode mode) {
   const auto size = static_cast<std::size_t>(state.range(0));
-  auto [out, in] = tcp_pair();
-  std::thread reader([in = in] {
-    std::vector<char> sink(1 << 20);
-    while (::recv(in, sink.data(), sink.size(), 0) > 0) {
-    }
-    ::close(in);
-  });
+  auto [out, in] = uring::bench::tcp_pair();
+  std::thread reader = uring::bench::drain(in);
   const std::string buf(size, 'z');
   {
     uring::executor ex;
