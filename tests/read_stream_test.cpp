@@ -1,7 +1,9 @@
 // read_stream: a pipe or an eventfd read as leased chunks, on every backend, on native without the
 // multishot read (one read per chunk from the buffer ring) and without the buffer ring (poll, then read):
 // bursts read completely and in order, end of file, eventfd counters, stops and time-outs that take no
-// bytes, a two-buffer pool drained and recovered, the stream destroyed with its read armed, bad fds.
+// bytes, a two-buffer pool drained and recovered, the per-stream share, the stream destroyed with its
+// read armed, bad fds, a restricted ring. Pools whose share is the whole pool read natively by one
+// multishot read; the others by one read per chunk.
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -92,7 +94,7 @@ TEST_P(ReadStream, PipeBurstsReadCompletelyAndInOrder) {
   });
   std::uint32_t available = 0;
   std::string got = run([](owned_fd fd, std::uint32_t& available) -> task<std::string> {
-    buffer_pool pool({.count = 8, .size = 4096});
+    buffer_pool pool({.count = 8, .size = 4096, .max_per_stream = 8});
     std::string got;
     {
       read_stream s(std::move(fd), pool);
@@ -128,7 +130,7 @@ TEST_P(ReadStream, EventfdCountersComeAsEightByteChunks) {
   ASSERT_GE(efd.get(), 0);
   const int writer = efd.get();
   run([](owned_fd fd, int writer) -> task<void> {
-    buffer_pool pool({.count = 4, .size = 64});
+    buffer_pool pool({.count = 4, .size = 64, .max_per_stream = 4});
     read_stream s(std::move(fd), pool);
     for (std::uint64_t value : {5u, 7u, 1u << 20}) {
       EXPECT_EQ(::eventfd_write(writer, value), 0);
@@ -147,7 +149,7 @@ TEST_P(ReadStream, StopAndTimeoutTakeNoBytes) {
   pipe_pair p;
   const int writer = p.writer.get();
   run([](owned_fd fd, int writer) -> task<void> {
-    buffer_pool pool({.count = 4, .size = 64});
+    buffer_pool pool({.count = 4, .size = 64, .max_per_stream = 4});
     read_stream s(std::move(fd), pool);
 
     recv_result timed = co_await uring::with_timeout(s.next().nothrow(), 5ms);
@@ -199,6 +201,50 @@ TEST_P(ReadStream, SmallPoolDrainedLosesNothing) {
   EXPECT_GT(exhausted, 0u) << "the pool never ran dry: the test did not exercise recovery";
 }
 
+// A stream holds its share of the pool, not the whole pool, while data waits in the pipe.
+TEST_P(ReadStream, HoldsItsShareOfThePool) {
+  pipe_pair p;
+  write_fully(p.writer.get(), pattern(8 * 64, 5));
+  p.writer.reset();
+  std::uint32_t available = 0;
+  std::string got = run([](owned_fd fd, std::uint32_t& available) -> task<std::string> {
+    buffer_pool pool({.count = 8, .size = 64, .max_per_stream = 2});
+    read_stream s(std::move(fd), pool);
+    std::string got((co_await s.next()).view());
+    for (int i = 0; i < 8; ++i) co_await uring::nop();
+    available = pool.available();
+    got += co_await read_to_eof(s);
+    co_return got;
+  }(std::move(p.reader), available));
+  EXPECT_EQ(got, pattern(8 * 64, 5));
+  EXPECT_GE(available, 6u) << "the stream took more than its share";
+}
+
+// Natively a stream whose share is the whole pool keeps one multishot read armed for all its chunks
+// where the plan has it, and reads a chunk per request otherwise; the emulation polls, then reads.
+TEST_P(ReadStream, OneMultishotReadForAllItsChunks) {
+  pipe_pair p;
+  const std::string payload = pattern(16 * 64, 6);
+  write_fully(p.writer.get(), payload);
+  p.writer.reset();
+  uring::executor ex(options());
+  std::string got = ex.run([](owned_fd fd) -> task<std::string> {
+    buffer_pool pool({.count = 16, .size = 64, .max_per_stream = 16});
+    read_stream s(std::move(fd), pool);
+    co_return co_await read_to_eof(s);
+  }(std::move(p.reader)));
+  EXPECT_EQ(got, payload);
+  const std::uint64_t reads = ex.stats().started(uring::op_kind::read_multishot);
+  if (emulated() || options().disable.contains(uring::feature::buf_ring)) {
+    EXPECT_EQ(reads, 0u);
+    EXPECT_GT(ex.stats().started(uring::op_kind::poll), 0u);
+  } else if (ex.plan().read_multishot) {
+    EXPECT_LE(reads, 2u) << "the multishot read did not stay armed";
+  } else {
+    EXPECT_GE(reads, 16u);
+  }
+}
+
 // Destroyed with its read armed and chunks read but not taken: the request ends, the buffers go back,
 // and the fd is closed (the fd leak check of every test says so).
 TEST_P(ReadStream, DestroyedWithItsReadArmed) {
@@ -206,7 +252,7 @@ TEST_P(ReadStream, DestroyedWithItsReadArmed) {
   const int writer = p.writer.get();
   std::uint32_t available = 0;
   run([](owned_fd fd, int writer, std::uint32_t& available) -> task<void> {
-    buffer_pool pool({.count = 4, .size = 8});
+    buffer_pool pool({.count = 4, .size = 8, .max_per_stream = 4});
     {
       read_stream s(std::move(fd), pool);
       write_fully(writer, "first");
@@ -261,7 +307,7 @@ TEST_P(ReadStream, RestrictedToItsOperations) {
   o.allowed_ops = {uring::op_kind::read_multishot, uring::op_kind::poll, uring::op_kind::read};
   uring::executor ex(o);
   std::string got = ex.run([](owned_fd fd) -> task<std::string> {
-    buffer_pool pool({.count = 4, .size = 16});
+    buffer_pool pool({.count = 4, .size = 16, .max_per_stream = 4});  // natively a multishot read
     read_stream s(std::move(fd), pool);
     co_return co_await read_to_eof(s);
   }(std::move(p.reader)));

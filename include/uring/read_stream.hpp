@@ -12,10 +12,11 @@
 // waits in the pipe and the read starts again when a buffer comes back, so nothing is lost.
 //
 // Natively, with the pool's provided-buffer ring, one IORING_OP_READ_MULTISHOT (kernel 6.7) picks a
-// buffer per chunk; where the probe finds none (or URING_DISABLE=read_multishot) one IORING_OP_READ with
-// buffer select per chunk. Without a ring (the emulated backend, older kernels, URING_DISABLE=buf_ring)
-// the stream waits for readability (the emulation's epoll), then reads into a free pool buffer: the same
-// chunks and the same guarantees.
+// buffer per chunk where the stream's share is the whole pool (max_per_stream = count: the kernel fills
+// buffers for as long as the fd has data, so no smaller share could hold); otherwise, and where the probe
+// finds none (or URING_DISABLE=read_multishot), one IORING_OP_READ with buffer select per chunk. Without a
+// ring (the emulated backend, older kernels, URING_DISABLE=buf_ring) the stream waits for readability (the
+// emulation's epoll), then reads into a free pool buffer: the same chunks and the same guarantees.
 //
 // next() throws std::system_error("read_stream: ..."); .nothrow() yields a net::recv_result instead.
 // with_stop_token(next(), t) and with_timeout(next(), d) apply (uring/net/leased_recv.hpp): a stop fails

@@ -6,9 +6,8 @@
 //
 // One request at a time, each taking at most one buffer: that is what makes the per-stream limit exact (a
 // multishot recv fills as many buffers as the socket has data for before its completions are seen, so a
-// peer that sends without reading would drain the pool in one burst). A multishot read is the exception:
-// it is cancelled when the stream reaches its limit, and the chunks it filled before the cancel took hold
-// are kept (the stream holds more than its share until they are taken and returned).
+// peer that sends without reading would drain the pool in one burst). A multishot read is the exception,
+// used only where the stream's share is the whole pool, so that no burst can exceed it.
 //
 // One state per stream, driven by its operation's completions. It is flagged multishot so that its
 // completion function sees every completion, also those drained while the executor shuts down: buffers
@@ -47,7 +46,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
         pool(&p),
         ex(p.ex),
         reading(reads),
-        multishot_read(reads && ex->plan().read_multishot),
+        multishot_read(reads && ex->plan().read_multishot && p.per_stream >= p.count),
         timer(*this) {
     p.add_ref();
     complete = &on_complete;
@@ -69,8 +68,11 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   int fd;
   pool_state* pool;
   executor* ex;
-  bool reading;         // read(2) from a pipe, FIFO or eventfd rather than recv(2) from a socket
-  bool multishot_read;  // ring: one multishot read stays armed (else one read per chunk)
+  bool reading;  // read(2) from a pipe, FIFO or eventfd rather than recv(2) from a socket
+  // Ring: one multishot read stays armed (else one read per chunk). Only where the stream may hold the
+  // whole pool: the kernel fills a buffer per chunk for as long as the fd has data and the ring has
+  // buffers, before any completion is seen, so a smaller share could not hold.
+  bool multishot_read;
   // Received, not yet taken (at most the pool's per-stream limit), from ready[head]. A vector, not a
   // deque: an empty one allocates nothing, and an idle connection should cost as little as possible.
   std::vector<chunk> ready;
@@ -308,10 +310,6 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       if (res > 0 && !abandoned) {
         pool->own(id, *this);
         ready.push_back({id, static_cast<std::uint32_t>(res)});
-        if (!final && pool->at_limit(*this) && !cancelling) {  // a multishot read: stop at the limit
-          cancelling = true;
-          executor_access::cancel(*ex, *this);
-        }
       } else {
         pool->give_back(id);
       }

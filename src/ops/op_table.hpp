@@ -332,7 +332,8 @@ inline constexpr op_row kOpTable[] = {
     // ring). As recv_multishot: one completion per chunk, flagged kCqeMore while armed, each carrying the
     // buffer it filled; -ENOBUFS (final) when the group ran dry; -EBADFD for an fd that cannot be polled.
     // aux = kOneChunk: a one-shot IORING_OP_READ that selects its buffer from the group instead (what a
-    // kernel without it, or URING_DISABLE=read_multishot, gets). The emulation reads into the library's
+    // kernel without it, URING_DISABLE=read_multishot, or a stream with less than the whole pool gets). The
+    // emulation reads into the library's
     // own pool instead (net::buffer_pool without a ring).
     {op_code::read_multishot, "read_multishot", kop::read_multishot, "6.7", e::none, true, false, false,
      prep_read_multishot, nullptr},
