@@ -1,8 +1,8 @@
 // leased_recv.cpp — a stream's receives into a buffer_pool: a recv that picks its buffer from a
 // provided-buffer ring, kept armed while the stream holds less than its share of the pool, or (without a
 // ring) a recv per call that takes a pool buffer only once the socket is readable. The same state reads a
-// pipe, FIFO or eventfd for a read_stream (uring/read_stream.hpp): read for recv, and with a ring a
-// multishot read where the executor's plan has it.
+// pipe, FIFO or eventfd for a read_stream (uring/read_stream.hpp): read for recv, and with a ring a read
+// that picks its buffer (multishot where the plan has it and the stream's share is the whole pool).
 //
 // One request at a time, each taking at most one buffer: that is what makes the per-stream limit exact (a
 // multishot recv fills as many buffers as the socket has data for before its completions are seen, so a
