@@ -1,11 +1,12 @@
 // read_stream: a pipe or an eventfd read as leased chunks, on every backend, on native without the
 // multishot read (one read per chunk from the buffer ring) and without the buffer ring (poll, then read):
 // bursts read completely and in order, end of file, eventfd counters, stops and time-outs that take no
-// bytes, a two-buffer pool drained and recovered, the per-stream share, the stream destroyed with its
-// read armed, bad fds, a restricted ring. Pools whose share is the whole pool read natively by one
-// multishot read; the others by one read per chunk.
+// bytes, non-blocking pipes and FIFOs, a two-buffer pool drained and recovered, the per-stream share, the
+// stream destroyed with its read armed, bad fds, a restricted ring. Pools whose share is the whole pool
+// read natively by one multishot read; the others by one read per chunk.
 #include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -141,6 +143,37 @@ TEST_P(ReadStream, EventfdCountersComeAsEightByteChunks) {
       EXPECT_EQ(got, value);
     }
   }(std::move(efd), writer));
+}
+
+// A non-blocking pipe, and a FIFO opened non-blocking, are waited for as the blocking pipe is: no EAGAIN.
+TEST_P(ReadStream, NonBlockingPipesAndFifosWaitForData) {
+  temp_dir dir;
+  const std::string path = dir.path + "/fifo";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  owned_fd fifo_reader(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  ASSERT_GE(fifo_reader.get(), 0);
+  owned_fd fifo_writer(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  ASSERT_GE(fifo_writer.get(), 0);
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+  owned_fd pipe_reader(fds[0]), pipe_writer(fds[1]);
+  // The FIFO's stream may hold the whole pool (natively a multishot read), the pipe's one buffer.
+  const std::tuple<owned_fd*, owned_fd*, std::uint32_t> ends[] = {{&fifo_reader, &fifo_writer, 4u},
+                                                                  {&pipe_reader, &pipe_writer, 1u}};
+  for (const auto& [reader, writer, share] : ends) {
+    std::string got = run([](owned_fd fd, owned_fd* writer, std::uint32_t share) -> task<std::string> {
+      buffer_pool pool({.count = 4, .size = 64, .max_per_stream = share});
+      read_stream s(std::move(fd), pool);
+      auto write_later = [](owned_fd* w) -> task<void> {
+        for (int i = 0; i < 3; ++i) co_await uring::nop();
+        write_fully(w->get(), "late bytes");
+        w->reset();
+      };
+      auto [got, written] = co_await uring::when_all(read_to_eof(s), write_later(writer));
+      co_return got;
+    }(std::move(*reader), writer, share));
+    EXPECT_EQ(got, "late bytes");
+  }
 }
 
 // A wait cut short by a time-out, a stop, or the task's deadline takes no bytes: what is written
