@@ -160,7 +160,7 @@ int report_probe_and_plans() {
   std::printf("anything_else=%d\n",
               k.registered_ring_fd || k.msg_ring || k.send_msg_ring || k.eventfd_register || k.buf_ring ||
                   k.multishot_accept || k.multishot_recv || k.send_zc || k.multishot_timeout ||
-                  k.registered_buffers || k.send_fixed_buf || uring::any(k.setup_flags));
+                  k.read_multishot || k.registered_buffers || k.send_fixed_buf || uring::any(k.setup_flags));
   std::printf("report=%s\n",
               uring::to_string(k).find("unusable") != std::string::npos ? "unusable" : "usable");
 
@@ -307,6 +307,7 @@ std::vector<std::pair<std::string, bool>> feature_flags(const uring::kernel_feat
           {"multishot_recv", k.multishot_recv},
           {"send_zc", k.send_zc},
           {"multishot_timeout", k.multishot_timeout},
+          {"read_multishot", k.read_multishot},
           {"registered_buffers", k.registered_buffers},
           {"send_fixed_buf", k.send_fixed_buf}};
 }

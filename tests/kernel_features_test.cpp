@@ -152,7 +152,9 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
       {"multishot_recv", f.multishot_recv, 6, 0},
       {"send_zc", f.send_zc, 6, 0},
       {"multishot_timeout", f.multishot_timeout, 6, 4},
+      {"read_multishot", f.read_multishot, 6, 7},
       {"registered_buffers", f.registered_buffers, 5, 13},
+      {"sqpoll", f.sqpoll, 5, 11},
       {"SUBMIT_ALL", uring::any(f.setup_flags & uring::ring_flags::submit_all), 5, 18},
       {"COOP_TASKRUN", uring::any(f.setup_flags & uring::ring_flags::coop_taskrun), 5, 19},
       {"SINGLE_ISSUER", uring::any(f.setup_flags & uring::ring_flags::single_issuer), 6, 0},
@@ -165,7 +167,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
     ++checked;
   }
   if (release_at_least(f.kernel_release, 6, 13)) {
-    EXPECT_EQ(checked, 15);
+    EXPECT_EQ(checked, 17);
   }
 }
 
@@ -207,9 +209,9 @@ TEST(KernelFeaturesJson, ThisKernelAsJson) {
   EXPECT_EQ(json.front(), '{');
   EXPECT_EQ(json.back(), '}');
   EXPECT_TRUE(contains(json, "{\"kernel_release\":\"" + f.kernel_release + "\",")) << json;
-  for (const char* key :
-       {"io_uring_usable", "registered_ring_fd", "msg_ring", "send_msg_ring", "eventfd_register", "buf_ring",
-        "multishot_accept", "multishot_recv", "send_zc", "multishot_timeout", "registered_buffers"}) {
+  for (const char* key : {"io_uring_usable", "registered_ring_fd", "msg_ring", "send_msg_ring",
+                          "eventfd_register", "buf_ring", "multishot_accept", "multishot_recv", "send_zc",
+                          "multishot_timeout", "read_multishot", "registered_buffers"}) {
     EXPECT_TRUE(contains(json, "\"" + std::string(key) + "\":true")) << key << " in " << json;
   }
   EXPECT_TRUE(contains(json, "\"setup_errno\":0,\"reason\":\"\",")) << json;
@@ -241,9 +243,9 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
             "\"registered_ring_fd\":false,\"setup_flags\":[\"COOP_TASKRUN\"],\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
             "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
-            "\"multishot_timeout\":false,\"registered_buffers\":false,\"send_fixed_buf\":false,"
-            "\"napi\":false,\"epoll_busy_poll\":false,\"sqpoll\":false,\"reasons\":{\"eventfd_register\":"
-            "\"EPERM\",\"msg_"
+            "\"multishot_timeout\":false,\"read_multishot\":false,\"registered_buffers\":false,"
+            "\"send_fixed_buf\":false,\"napi\":false,\"epoll_busy_poll\":false,\"sqpoll\":false,"
+            "\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_"
             "ring\":\"said \\\"no\\\"\"}}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }
@@ -260,7 +262,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(plan),
             "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
             "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"linked_chains\":true,"
-            "\"multishot_timeout\":false,\"sqpoll\":false,\"allowed_ops\":[],"
+            "\"multishot_timeout\":false,\"read_multishot\":false,\"sqpoll\":false,\"allowed_ops\":[],"
             "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
@@ -268,7 +270,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(emulated),
             "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
-            "\"sqpoll\":false,\"allowed_ops\":[],\"notes\":[]}");
+            "\"read_multishot\":false,\"sqpoll\":false,\"allowed_ops\":[],\"notes\":[]}");
 
   // A restricted plan lists the allowed operations by our names, msg_ring last.
   uring::executor_plan restricted;
@@ -277,7 +279,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(restricted),
             "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
-            "\"sqpoll\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],"
+            "\"read_multishot\":false,\"sqpoll\":false,\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],"
             "\"notes\":[]}");
 }
 

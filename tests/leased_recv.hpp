@@ -5,6 +5,10 @@
 // Use: TEST_P(LeasedRecv, ...), then INSTANTIATE_LEASED_RECV(); once in each file.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <uring/uring.hpp>
@@ -25,6 +29,36 @@ class LeasedRecv : public backend_test {
     return !emulated() && !options().disable.contains(feature::buf_ring) && k.buf_ring && k.multishot_recv;
   }
 };
+
+// Returns the held leases after a few turns, appending their bytes in order.
+inline task<void> give_back_later(std::vector<net::leased_buffer>* held, std::string* got) {
+  for (int i = 0; i < 3; ++i) co_await nop();
+  for (auto& l : *held) got->append(l.view());
+  held->clear();
+}
+
+// Every chunk to the end, from a reader that asks for the next one (`next()`: a task yielding a lease)
+// while it holds every buffer of `pool`: such a read waits for the leases, given back a few turns later.
+// The bytes in order.
+template <class Next>
+task<std::string> read_holding_every_buffer(net::buffer_pool& pool, Next next) {
+  std::string got;
+  std::vector<net::leased_buffer> held;
+  for (;;) {
+    net::leased_buffer chunk;
+    if (held.size() == pool.count()) {
+      auto [given, c] = co_await when_all(give_back_later(&held, &got), next());
+      chunk = std::move(c);
+    } else {
+      chunk = co_await next();
+    }
+    if (chunk.empty()) break;
+    EXPECT_LE(chunk.size(), pool.buffer_size());
+    held.push_back(std::move(chunk));
+  }
+  for (auto& l : held) got.append(l.view());
+  co_return got;
+}
 
 }  // namespace uring::test
 

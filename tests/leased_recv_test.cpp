@@ -60,13 +60,6 @@ TEST_P(LeasedRecv, TcpEchoIsByteExactAndThePoolComesBackFull) {
   EXPECT_EQ(available_after, 16u);
 }
 
-// Returns the held leases after a few turns, appending their bytes in order.
-task<void> give_back_later(std::vector<leased_buffer>* held, std::string* got) {
-  for (int i = 0; i < 3; ++i) co_await uring::nop();
-  for (auto& l : *held) got->append(l.view());
-  held->clear();
-}
-
 // A pool of 2 small buffers, a writer sending megabytes, a reader that asks for more while it holds every
 // buffer: each such receive must wait for a return (natively the multishot ends with ENOBUFS and re-arms),
 // and every byte arrives, in order.
@@ -80,21 +73,7 @@ TEST_P(LeasedRecv, ExhaustionAndRecoveryLoseNoByte) {
   std::uint64_t exhausted = 0;
   std::string got = run([](tcp_stream& s, std::uint64_t& exhausted) -> task<std::string> {
     buffer_pool pool({.count = 2, .size = 64, .max_per_stream = 2});  // one stream may take them all
-    std::string got;
-    std::vector<leased_buffer> held;
-    for (;;) {
-      leased_buffer next;
-      if (held.size() == pool.count()) {
-        auto [given, chunk] = co_await uring::when_all(give_back_later(&held, &got), recv_one(s, pool));
-        next = std::move(chunk);
-      } else {
-        next = co_await s.recv(pool);
-      }
-      if (next.empty()) break;
-      EXPECT_LE(next.size(), 64u);
-      held.push_back(std::move(next));
-    }
-    for (auto& l : held) got.append(l.view());
+    std::string got = co_await read_holding_every_buffer(pool, [&] { return recv_one(s, pool); });
     exhausted = pool.exhausted();
     co_return got;
   }(pair.ours, exhausted));

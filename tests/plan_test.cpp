@@ -42,7 +42,7 @@ kernel_features full_kernel() {
   k.registered_ring_fd = true;
   k.setup_flags = kAllFlags;
   k.msg_ring = k.send_msg_ring = k.eventfd_register = k.buf_ring = true;
-  k.multishot_accept = k.multishot_recv = k.send_zc = k.multishot_timeout = true;
+  k.multishot_accept = k.multishot_recv = k.send_zc = k.multishot_timeout = k.read_multishot = true;
   return k;
 }
 
@@ -274,6 +274,30 @@ const plan_case kCases[] = {
                   .msg_ring = true,
                   .send_msg_ring = true,
                   .notes = {"leased recv: provided buffer rings or multishot disabled by request"}}},
+    {.name = "MultishotReadDisabledByRequest",
+     .kernel = full_kernel(),
+     .request = disabling(feature::read_multishot),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes = {"read_stream: multishot read disabled by request; one read per chunk"}}},
+    {.name = "MultishotReadUnavailable",
+     .kernel =
+         [] {
+           kernel_features k = full_kernel();
+           k.read_multishot = false;
+           k.reasons["read_multishot"] = "IORING_OP_READ_MULTISHOT: EINVAL";
+           return k;
+         }(),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes = {"read_stream: IORING_OP_READ_MULTISHOT unavailable on kernel 6.18-fake (6.7+): "
+                            "IORING_OP_READ_MULTISHOT: EINVAL; one read per chunk"}}},
 };
 
 class MakePlan : public ::testing::TestWithParam<plan_case> {};
@@ -299,6 +323,12 @@ TEST_P(MakePlan, DecidesAndExplains) {
       })) {
     EXPECT_TRUE(plan.buf_ring) << shown;
   }
+  // The multishot read follows the kernel unless a note says why not.
+  EXPECT_EQ(plan.read_multishot,
+            plan.buf_ring &&
+                std::none_of(plan.notes.begin(), plan.notes.end(),
+                             [](const std::string& n) { return n.find("read_stream") != std::string::npos; }))
+      << shown;
   ASSERT_EQ(plan.notes.size(), want.notes.size()) << shown;
   for (std::size_t i = 0; i < want.notes.size(); ++i) {
     EXPECT_NE(plan.notes[i].find(want.notes[i]), std::string::npos) << "note " << i << ": " << plan.notes[i];

@@ -45,6 +45,7 @@ struct kernel_features {
   bool multishot_recv = false;    // IORING_RECV_MULTISHOT (6.0+)
   bool send_zc = false;           // IORING_OP_SEND_ZC (6.0+)
   bool multishot_timeout = false;   // IORING_TIMEOUT_MULTISHOT: a periodic timer in one request (6.4+)
+  bool read_multishot = false;      // IORING_OP_READ_MULTISHOT on a pipe, into a provided buffer (6.7+)
   bool registered_buffers = false;  // IORING_REGISTER_BUFFERS2, buffers with tags (5.13+)
   bool send_fixed_buf = false;   // a plain IORING_OP_SEND from a registered buffer (send_zc has it from 6.0)
   bool napi = false;             // IORING_REGISTER_NAPI: NAPI busy polling for a ring (6.9+)
@@ -54,8 +55,8 @@ struct kernel_features {
   // lacks it": the call that failed, its errno and the usual cause, by the feature's name in to_json
   // ("opcodes", "registered_ring_fd", "setup_flags", "msg_ring", "send_msg_ring", "msg_ring_flags_pass",
   // "eventfd_register", "buf_ring", "multishot_accept", "multishot_recv", "send_zc", "multishot_timeout",
-  // "registered_buffers", "send_fixed_buf", "napi", "epoll_busy_poll", "sqpoll"). A sandbox that denies
-  // io_uring_register, or a small RLIMIT_MEMLOCK, shows up here feature by feature.
+  // "read_multishot", "registered_buffers", "send_fixed_buf", "napi", "epoll_busy_poll", "sqpoll"). A
+  // sandbox that denies io_uring_register, or a small RLIMIT_MEMLOCK, shows up here feature by feature.
   std::map<std::string, std::string> reasons;
 
   [[nodiscard]] bool supports(unsigned opcode) const noexcept { return opcode < 256 && opcodes.test(opcode); }

@@ -37,6 +37,7 @@ struct executor_plan {
   bool send_zc = false;            // send_zc by IORING_OP_SEND_ZC (else a plain send)
   bool linked_chains = false;      // chain() by linked SQEs in one submit (else one step at a time)
   bool multishot_timeout = false;  // ticker by one multishot timeout (else one timeout per tick)
+  bool read_multishot = false;     // read_stream by one multishot read (else one read per chunk)
   bool napi = false;               // executor_options::napi_busy_poll applied (ring, or emulated: epoll)
   bool sqpoll = false;             // native: executor_options::sqpoll applied (IORING_SETUP_SQPOLL)
   op_allowlist allowed_ops;        // executor_options::allowed_ops (native: also the kernel's)

@@ -37,6 +37,7 @@
 #include "uring/owned_fd.hpp"
 #include "uring/plan.hpp"
 #include "uring/process.hpp"
+#include "uring/read_stream.hpp"
 #include "uring/resume_on.hpp"
 #include "uring/spawn.hpp"
 #include "uring/sync/event.hpp"

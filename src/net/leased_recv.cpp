@@ -1,10 +1,13 @@
 // leased_recv.cpp — a stream's receives into a buffer_pool: a recv that picks its buffer from a
 // provided-buffer ring, kept armed while the stream holds less than its share of the pool, or (without a
-// ring) a recv per call that takes a pool buffer only once the socket is readable.
+// ring) a recv per call that takes a pool buffer only once the socket is readable. The same state reads a
+// pipe, FIFO or eventfd for a read_stream (uring/read_stream.hpp): read for recv, and with a ring a read
+// that picks its buffer (multishot where the plan has it and the stream's share is the whole pool).
 //
 // One request at a time, each taking at most one buffer: that is what makes the per-stream limit exact (a
 // multishot recv fills as many buffers as the socket has data for before its completions are seen, so a
-// peer that sends without reading would drain the pool in one burst).
+// peer that sends without reading would drain the pool in one burst). A multishot read is the exception,
+// used only where the stream's share is the whole pool, so that no burst can exceed it.
 //
 // One state per stream, driven by its operation's completions. It is flagged multishot so that its
 // completion function sees every completion, also those drained while the executor shuts down: buffers
@@ -22,6 +25,7 @@
 #include <cerrno>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,7 +41,13 @@ namespace uring::detail {
 struct recv_state;
 
 struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<recv_state> {
-  recv_state(int socket_fd, pool_state& p) : fd(socket_fd), pool(&p), ex(p.ex), timer(*this) {
+  recv_state(int source_fd, pool_state& p, bool reads)
+      : fd(source_fd),
+        pool(&p),
+        ex(p.ex),
+        reading(reads),
+        multishot_read(reads && ex->plan().read_multishot && p.per_stream >= p.count),
+        timer(*this) {
     p.add_ref();
     complete = &on_complete;
     multishot = true;
@@ -58,6 +68,11 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   int fd;
   pool_state* pool;
   executor* ex;
+  bool reading;  // read(2) from a pipe, FIFO or eventfd rather than recv(2) from a socket
+  // Ring: one multishot read stays armed (else one read per chunk). Only where the stream may hold the
+  // whole pool: the kernel fills a buffer per chunk for as long as the fd has data and the ring has
+  // buffers, before any completion is seen, so a smaller share could not hold.
+  bool multishot_read;
   // Received, not yet taken (at most the pool's per-stream limit), from ready[head]. A vector, not a
   // deque: an empty one allocates nothing, and an idle connection should cost as little as possible.
   std::vector<chunk> ready;
@@ -79,6 +94,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   deadline_timer<recv_state> timer;
   std::shared_ptr<recv_state> self;  // while an operation is in flight
 
+  [[nodiscard]] const char* name() const noexcept { return reading ? "read_stream" : "recv"; }
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
   [[nodiscard]] bool has_chunk() const noexcept { return head < ready.size(); }
   [[nodiscard]] bool done() const noexcept { return has_chunk() || error != 0 || eof; }
@@ -128,7 +144,14 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
         return;
       }
       armed_at = pool->returns;
-      submit({.code = op_code::recv_multishot, .fd = fd, .len = pool->group, .aux = kOneChunk});
+      if (reading) {
+        submit({.code = op_code::read_multishot,
+                .fd = fd,
+                .len = pool->group,
+                .aux = multishot_read ? 0 : kOneChunk});
+      } else {
+        submit({.code = op_code::recv_multishot, .fd = fd, .len = pool->group, .aux = kOneChunk});
+      }
       return;
     }
     // No ring: a buffer is taken only when data is likely there (the socket polled readable, or the last
@@ -144,6 +167,14 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       readable = false;
       filling = pool->take();
       pool->own(filling, *this);
+      if (reading) {
+        submit({.code = op_code::read,
+                .fd = fd,
+                .len = pool->size,
+                .offset = kCurrentPosition,
+                .addr = pool->buffer(filling)});
+        return;
+      }
       submit({.code = op_code::recv,
               .fd = fd,
               .len = pool->size,
@@ -252,9 +283,11 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     std::shared_ptr<recv_state> keep = final ? std::move(s->self) : nullptr;
     switch (s->request.code) {
       case op_code::recv_multishot:
+      case op_code::read_multishot:
         s->on_chunk(final);
         break;
       case op_code::recv:
+      case op_code::read:
         s->on_recv();
         break;
       default:  // poll
@@ -333,11 +366,11 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
 
 namespace uring::net {
 
-recv_awaitable leased_receiver::recv(int fd, buffer_pool& pool, std::stop_token stop) {
+recv_awaitable leased_receiver::next(int fd, buffer_pool& pool, std::stop_token stop, bool reading) {
   detail::pool_state& p = pool.state();
-  if (!state_ || state_->fd != fd || state_->pool != &p) {
+  if (!state_ || state_->fd != fd || state_->pool != &p || state_->reading != reading) {
     abandon();
-    state_ = std::make_shared<detail::recv_state>(fd, p);
+    state_ = std::make_shared<detail::recv_state>(fd, p, reading);
   }
   return {state_, std::move(stop)};
 }
@@ -356,7 +389,8 @@ executor* recv_suspend(const std::shared_ptr<recv_state>& state, std::coroutine_
                        std::int64_t deadline_ns, std::uint64_t* wait) {
   executor& ex = executor_access::current("recv");
   recv_state& s = *state;
-  if (&ex != s.ex) throw std::logic_error("recv: the buffer pool belongs to another executor");
+  if (&ex != s.ex)
+    throw std::logic_error(std::string(s.name()) + ": the buffer pool belongs to another executor");
   // A request still in flight keeps going (an earlier receive's, or one being cancelled: its final
   // completion re-arms for this waiter).
   if (!s.in_flight() && !s.hungry) s.start();
@@ -400,7 +434,7 @@ net::leased_buffer take(recv_state& s, int& err) noexcept {
 net::leased_buffer recv_resume(recv_state& s) {
   int err = 0;
   net::leased_buffer b = take(s, err);
-  if (err != 0) throw_errno(err, "recv");
+  if (err != 0) throw_errno(err, s.name());
   return b;  // empty: end of stream
 }
 

@@ -11,8 +11,11 @@
 
 #include "ops/op_table.hpp"
 #include "ops/syscall.hpp"
+#include "setup/liburing_compat.hpp"
 
 namespace uring::detail {
+
+static_assert(kop::read_multishot == kOpReadMultishot);
 
 namespace {
 
@@ -62,6 +65,14 @@ void prep_readv(io_uring_sqe* sqe, const io_request& r) noexcept {
 }
 int emulate_readv(io_request& r, emu_try& t) {
   return transfer(r, static_cast<const iovec*>(r.addr), static_cast<int>(r.len), true, t);
+}
+
+// The buffer comes from group `len`; len 0 lets the kernel fill the whole buffer it picks.
+void prep_read_multishot(io_uring_sqe* sqe, const io_request& r) noexcept {
+  const std::uint8_t op = r.aux == kOneChunk ? kop::read : kOpReadMultishot;
+  io_uring_prep_rw(op, sqe, r.fd, nullptr, 0, kCurrentPosition);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = static_cast<std::uint16_t>(r.len);
 }
 
 void prep_writev(io_uring_sqe* sqe, const io_request& r) noexcept {

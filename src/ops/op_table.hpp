@@ -99,6 +99,7 @@ void prep_recvmsg(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_sendmsg(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_shutdown(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_recv_multishot(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_read_multishot(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_cancel_fd(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_install_direct(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_plain_fd(io_uring_sqe* sqe, const io_request& r) noexcept;
@@ -160,7 +161,8 @@ inline constexpr std::uint8_t nop = 0, readv = 1, writev = 2, fsync = 3, poll_ad
                               recv = 27, splice = 30, shutdown = 34, renameat = 35, unlinkat = 36,
                               mkdirat = 37, symlinkat = 38, linkat = 39, msg_ring = 40, socket = 45,
                               send_zc = 47, waitid = 50, futex_wait = 51, futex_wake = 52,
-                              fixed_fd_install = 54, ftruncate = 55, bind = 56, listen = 57;
+                              fixed_fd_install = 54, ftruncate = 55, bind = 56, listen = 57,
+                              read_multishot = 49;
 inline constexpr std::uint8_t read_fixed = 4, write_fixed = 5;
 }  // namespace kop
 
@@ -326,6 +328,15 @@ inline constexpr op_row kOpTable[] = {
      emulate_send},
     {op_code::send_zc_fixed, "send_zc_fixed", kop::send_zc, "6.0", e::writable, true, true, true,
      prep_send_zc_fixed, emulate_send_zc},
+    // fd (a pipe, FIFO, eventfd: pollable, no offset), len = buffer group (a provided-buffer ring of this
+    // ring). As recv_multishot: one completion per chunk, flagged kCqeMore while armed, each carrying the
+    // buffer it filled; -ENOBUFS (final) when the group ran dry; -EBADFD for an fd that cannot be polled.
+    // aux = kOneChunk: a one-shot IORING_OP_READ that selects its buffer from the group instead (what a
+    // kernel without it, URING_DISABLE=read_multishot, or a stream with less than the whole pool gets). The
+    // emulation reads into the library's
+    // own pool instead (net::buffer_pool without a ring).
+    {op_code::read_multishot, "read_multishot", kop::read_multishot, "6.7", e::none, true, false, false,
+     prep_read_multishot, nullptr},
 };
 
 [[nodiscard]] constexpr const op_row& op_info(op_code c) noexcept {

@@ -23,6 +23,7 @@ constexpr std::pair<feature, const char*> kFeatureNames[] = {
     {feature::multishot, "multishot"},
     {feature::send_zc, "send_zc"},
     {feature::napi, "napi"},
+    {feature::read_multishot, "read_multishot"},
     {feature::sqpoll, "sqpoll"},
 };
 

@@ -122,6 +122,7 @@ std::string to_string(const kernel_features& f) {
   out += std::string("multishot recv    ") + yes_no(f.multishot_recv);
   out += std::string("send_zc           ") + yes_no(f.send_zc);
   out += std::string("multishot timeout ") + yes_no(f.multishot_timeout);
+  out += std::string("read multishot    ") + yes_no(f.read_multishot);
   out += std::string("registered bufs   ") + yes_no(f.registered_buffers);
   out += std::string("send fixed buf    ") + yes_no(f.send_fixed_buf);
   out += std::string("napi              ") + yes_no(f.napi);
@@ -267,6 +268,7 @@ std::string to_json(const kernel_features& f) {
       .boolean("multishot_recv", f.multishot_recv)
       .boolean("send_zc", f.send_zc)
       .boolean("multishot_timeout", f.multishot_timeout)
+      .boolean("read_multishot", f.read_multishot)
       .boolean("registered_buffers", f.registered_buffers)
       .boolean("send_fixed_buf", f.send_fixed_buf)
       .boolean("napi", f.napi)
@@ -299,6 +301,7 @@ std::string to_json(const executor_plan& plan) {
       .boolean("buf_ring", plan.buf_ring)
       .boolean("linked_chains", plan.linked_chains)
       .boolean("multishot_timeout", plan.multishot_timeout)
+      .boolean("read_multishot", plan.read_multishot)
       .boolean("sqpoll", plan.sqpoll)
       .texts("allowed_ops", allowed_op_names(plan.allowed_ops))
       .texts("notes", plan.notes)

@@ -2,6 +2,7 @@
 // (the report, as a table and as JSON, is in features_report.cpp).
 #include "uring/kernel_features.hpp"
 
+#include <fcntl.h>
 #include <liburing.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -240,31 +241,54 @@ std::optional<std::string> probe_multishot_accept() {
   return accepted->more() ? std::string() : "multishot accept: the CQE lacked IORING_CQE_F_MORE (5.19+)";
 }
 
-// A multishot recv with a provided-buffer ring (multishot recv requires buffer selection) on a socket
-// pair with data waiting: the CQE must carry the data in a provided buffer and say IORING_CQE_F_MORE.
-std::optional<std::string> probe_multishot_recv() {
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
-  unique_fd ours(sv[0]), peer(sv[1]);
+// A multishot request that selects a provided buffer (multishot recv and read require buffer selection),
+// on `ours` after a message was written to `peer`: the CQE must carry the message in a provided buffer
+// and say IORING_CQE_F_MORE. `prep` fills the SQE's opcode and fd; `what` names it, `since` its kernel.
+// nullopt when the message could not be written, which says nothing about the kernel's io_uring.
+template <class Prep>
+std::optional<std::string> probe_multishot_into_buffer(int ours, int peer, const char* op, const char* what,
+                                                       const char* since, Prep prep) {
   static constexpr char kMessage[] = "probe";
-  if (::write(peer.get(), kMessage, sizeof kMessage) != static_cast<ssize_t>(sizeof kMessage))
-    return std::nullopt;
+  if (::write(peer, kMessage, sizeof kMessage) != static_cast<ssize_t>(sizeof kMessage)) return std::nullopt;
 
   scratch_ring ring;
   if (!ring.ok()) return setup_failure(ring);
   buffer_ring buffers(*ring.get());
   if (!buffers.registered()) return "needs a provided-buffer ring: " + buffers.error();
   io_uring_sqe* s = ring.sqe(kOpTag);
-  io_uring_prep_recv_multishot(s, ours.get(), nullptr, 0, 0);
+  prep(s, ours);
   s->flags |= IOSQE_BUFFER_SELECT;
   s->buf_group = buffer_ring::kGroup;
   std::optional<completion> got = ring.submit_and_wait();
   if (got && got->more()) ring.cancel_and_drain();
-  if (!got || got->user_data != kOpTag || got->res < 0) return op_failure("IORING_OP_RECV (multishot)", got);
+  if (!got || got->user_data != kOpTag || got->res < 0) return op_failure(op, got);
   if (got->res != static_cast<std::int32_t>(sizeof kMessage) || (got->flags & IORING_CQE_F_BUFFER) == 0) {
-    return "multishot recv: the data did not arrive in a provided buffer";
+    return std::string(what) + ": the data did not arrive in a provided buffer";
   }
-  return got->more() ? std::string() : "multishot recv: the CQE lacked IORING_CQE_F_MORE (6.0+)";
+  return got->more() ? std::string()
+                     : std::string(what) + ": the CQE lacked IORING_CQE_F_MORE (" + since + "+)";
+}
+
+// A multishot recv on a socket pair.
+std::optional<std::string> probe_multishot_recv() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
+  unique_fd ours(sv[0]), peer(sv[1]);
+  return probe_multishot_into_buffer(
+      ours.get(), peer.get(), "IORING_OP_RECV (multishot)", "multishot recv", "6.0",
+      [](io_uring_sqe* s, int fd) { io_uring_prep_recv_multishot(s, fd, nullptr, 0, 0); });
+}
+
+// A multishot read on a pipe (a kernel before 6.7 fails the opcode with EINVAL).
+std::optional<std::string> probe_read_multishot() {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return std::nullopt;
+  unique_fd reader(p[0]), writer(p[1]);
+  return probe_multishot_into_buffer(reader.get(), writer.get(), "IORING_OP_READ_MULTISHOT", "multishot read",
+                                     "6.7", [](io_uring_sqe* s, int fd) {
+                                       io_uring_prep_rw(detail::kOpReadMultishot, s, fd, nullptr, 0,
+                                                        ~std::uint64_t{0});
+                                     });
 }
 
 // A multishot timeout of 1 us for two periods: the first CQE must say -ETIME and IORING_CQE_F_MORE.
@@ -386,6 +410,12 @@ kernel_features probe_kernel() {
                                      release_at_least(f.kernel_release, 6, 0);
   }
   f.multishot_timeout = worked(f, "multishot_timeout", probe_multishot_timeout());
+  if (maybe_supported(f, detail::kOpReadMultishot)) {
+    std::optional<std::string> why_not = probe_read_multishot();
+    f.read_multishot = why_not ? worked(f, "read_multishot", *why_not)
+                               : has(f, "read_multishot", "buf_ring", f.buf_ring) &&
+                                     release_at_least(f.kernel_release, 6, 7);
+  }
   // No trial for SEND_ZC (it would need a connected TCP socket): without the opcode list it stays off.
   f.send_zc = f.supports(IORING_OP_SEND_ZC);
   if (f.reasons.count("opcodes") != 0)

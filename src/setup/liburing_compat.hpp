@@ -15,6 +15,9 @@ inline constexpr unsigned kUnregisterNapi = 28;              // IORING_UNREGISTE
 inline constexpr std::uint8_t kOpFixedFdInstall = 54;
 // IORING_OP_WAITID (6.7); an older kernel fails it with EINVAL (uring::process waits by poll there).
 inline constexpr std::uint8_t kOpWaitid = 50;
+// IORING_OP_READ_MULTISHOT (6.7): reads a pollable fd into provided buffers, one CQE per chunk; an older
+// kernel fails it with EINVAL (the probe's read_multishot).
+inline constexpr std::uint8_t kOpReadMultishot = 49;
 // IORING_OP_BIND and IORING_OP_LISTEN (6.11); an older kernel fails them with EINVAL.
 inline constexpr std::uint8_t kOpBind = 56;
 inline constexpr std::uint8_t kOpListen = 57;

@@ -211,6 +211,18 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   } else {
     plan.buf_ring = true;
   }
+  // A read_stream reads a chunk per request without it (still from the provided-buffer ring).
+  if (plan.buf_ring) {
+    if (disabled.contains(feature::read_multishot)) {
+      plan.notes.push_back("read_stream: multishot read disabled by request; one read per chunk");
+    } else if (!kernel.read_multishot) {
+      plan.notes.push_back("read_stream: IORING_OP_READ_MULTISHOT unavailable on kernel " +
+                           kernel.kernel_release + " (6.7+)" + because(kernel, "read_multishot") +
+                           "; one read per chunk");
+    } else {
+      plan.read_multishot = true;
+    }
+  }
   // A ticker keeps its ticks either way: one timeout per tick, at the same deadlines, costs one SQE each.
   plan.multishot_timeout = kernel.multishot_timeout && !disabled.contains(feature::multishot);
   // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.

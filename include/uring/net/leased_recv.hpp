@@ -162,9 +162,16 @@ class leased_receiver {
   ~leased_receiver() { abandon(); }
 
   // The next chunk of `fd` in a buffer of `pool` (binding this receiver to both on first use).
-  recv_awaitable recv(int fd, buffer_pool& pool, std::stop_token stop);
+  recv_awaitable recv(int fd, buffer_pool& pool, std::stop_token stop) {
+    return next(fd, pool, std::move(stop), false);
+  }
+  // The same for a pipe, FIFO or eventfd (uring/read_stream.hpp): read(2) rather than recv(2).
+  recv_awaitable read(int fd, buffer_pool& pool, std::stop_token stop) {
+    return next(fd, pool, std::move(stop), true);
+  }
 
  private:
+  recv_awaitable next(int fd, buffer_pool& pool, std::stop_token stop, bool reading);
   void abandon() noexcept;
   std::shared_ptr<detail::recv_state> state_;
 };

@@ -477,11 +477,17 @@ class native_backend final : public backend, public native_ring {
       stats_.sqes += published;
     }
     unsigned flags = extra;
-    if (tail != io_uring_smp_load_acquire(ring_.sq.khead)) {
+    const unsigned head = io_uring_smp_load_acquire(ring_.sq.khead);
+    // A poller woken once is not woken again until it has taken something: until it is scheduled the
+    // kernel's flag stays up, and entering on every turn meanwhile would cost a syscall each.
+    if (tail != head && (head != woken_at_ || wait_nr > 0 || extra != 0)) {
       // The full barrier orders the tail's store before the flag's load; the poller orders its flag's
       // store before its last look at the tail, so one of the two sees the other.
       io_uring_smp_mb();
-      if (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_NEED_WAKEUP) flags |= IORING_ENTER_SQ_WAKEUP;
+      if (IO_URING_READ_ONCE(*ring_.sq.kflags) & IORING_SQ_NEED_WAKEUP) {
+        flags |= IORING_ENTER_SQ_WAKEUP;
+        woken_at_ = head;
+      }
     }
     if (wait_nr > 0 || (cq_.flags() & cq_.more_flags)) flags |= IORING_ENTER_GETEVENTS;
     if (flags == 0) return 0;
@@ -558,6 +564,7 @@ class native_backend final : public backend, public native_ring {
   ring_flags dropped_ = ring_flags::none;
   bool defer_taskrun_ = false;
   bool sqpoll_ = false;
+  unsigned woken_at_ = ~0u;  // SQPOLL: the SQ head when the poller was last woken
   bool registered_ = false;
   unsigned polls_ = 0;  // poll_completions calls, to enter on every 32nd
 };
