@@ -153,6 +153,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
       {"send_zc", f.send_zc, 6, 0},
       {"multishot_timeout", f.multishot_timeout, 6, 4},
       {"registered_buffers", f.registered_buffers, 5, 13},
+      {"recv_bundle", f.recv_bundle, 6, 10},
       {"SUBMIT_ALL", uring::any(f.setup_flags & uring::ring_flags::submit_all), 5, 18},
       {"COOP_TASKRUN", uring::any(f.setup_flags & uring::ring_flags::coop_taskrun), 5, 19},
       {"SINGLE_ISSUER", uring::any(f.setup_flags & uring::ring_flags::single_issuer), 6, 0},
@@ -165,7 +166,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
     ++checked;
   }
   if (release_at_least(f.kernel_release, 6, 13)) {
-    EXPECT_EQ(checked, 15);
+    EXPECT_EQ(checked, 16);
   }
 }
 
@@ -242,7 +243,8 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
             "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
             "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
             "\"multishot_timeout\":false,\"registered_buffers\":false,\"send_fixed_buf\":false,"
-            "\"napi\":false,\"epoll_busy_poll\":false,\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_"
+            "\"napi\":false,\"epoll_busy_poll\":false,\"recv_bundle\":false,\"reasons\":{\"eventfd_"
+            "register\":\"EPERM\",\"msg_"
             "ring\":\"said \\\"no\\\"\"}}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }
@@ -259,7 +261,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(plan),
             "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
             "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"linked_chains\":true,"
-            "\"multishot_timeout\":false,\"allowed_ops\":[],"
+            "\"multishot_timeout\":false,\"recv_bundle\":false,\"allowed_ops\":[],"
             "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
@@ -267,6 +269,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(emulated),
             "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
+            "\"recv_bundle\":false,"
             "\"allowed_ops\":[],\"notes\":[]}");
 
   // A restricted plan lists the allowed operations by our names, msg_ring last.
@@ -276,6 +279,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(restricted),
             "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
+            "\"recv_bundle\":false,"
             "\"allowed_ops\":[\"nop\",\"read\",\"msg_ring\"],"
             "\"notes\":[]}");
 }

@@ -56,11 +56,12 @@ enum class feature : std::uint32_t {
   coop_taskrun = 1u << 4,
   single_issuer = 1u << 5,
   defer_taskrun = 1u << 6,
-  eventfd = 1u << 7,    // io_uring_register_eventfd
-  buf_ring = 1u << 8,   // provided buffer rings
-  multishot = 1u << 9,  // multishot accept/recv, and the ticker's multishot timeout
-  send_zc = 1u << 10,   // zero-copy send
-  napi = 1u << 11,      // NAPI busy polling (IORING_REGISTER_NAPI; emulated: epoll's EPIOCSPARAMS)
+  eventfd = 1u << 7,       // io_uring_register_eventfd
+  buf_ring = 1u << 8,      // provided buffer rings
+  multishot = 1u << 9,     // multishot accept/recv, and the ticker's multishot timeout
+  send_zc = 1u << 10,      // zero-copy send
+  napi = 1u << 11,         // NAPI busy polling (IORING_REGISTER_NAPI; emulated: epoll's EPIOCSPARAMS)
+  recv_bundle = 1u << 12,  // a leased receive filling several pool buffers at once (IORING_RECVSEND_BUNDLE)
 };
 
 class feature_set {

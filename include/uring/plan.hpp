@@ -38,6 +38,7 @@ struct executor_plan {
   bool linked_chains = false;      // chain() by linked SQEs in one submit (else one step at a time)
   bool multishot_timeout = false;  // ticker by one multishot timeout (else one timeout per tick)
   bool napi = false;               // executor_options::napi_busy_poll applied (ring, or emulated: epoll)
+  bool recv_bundle = false;        // a leased receive may fill several pool buffers at once
   op_allowlist allowed_ops;        // executor_options::allowed_ops (native: also the kernel's)
   std::vector<std::string> notes;  // each fallback or override, with its reason
 };

@@ -23,6 +23,7 @@ constexpr std::pair<feature, const char*> kFeatureNames[] = {
     {feature::multishot, "multishot"},
     {feature::send_zc, "send_zc"},
     {feature::napi, "napi"},
+    {feature::recv_bundle, "recv_bundle"},
 };
 
 }  // namespace

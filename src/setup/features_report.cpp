@@ -126,6 +126,7 @@ std::string to_string(const kernel_features& f) {
   out += std::string("send fixed buf    ") + yes_no(f.send_fixed_buf);
   out += std::string("napi              ") + yes_no(f.napi);
   out += std::string("epoll busy poll   ") + yes_no(f.epoll_busy_poll);
+  out += std::string("recv bundle       ") + yes_no(f.recv_bundle);
   for (const auto& [feature, why] : f.reasons) out += "why not: " + feature + ": " + why + "\n";
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
@@ -270,6 +271,7 @@ std::string to_json(const kernel_features& f) {
       .boolean("send_fixed_buf", f.send_fixed_buf)
       .boolean("napi", f.napi)
       .boolean("epoll_busy_poll", f.epoll_busy_poll)
+      .boolean("recv_bundle", f.recv_bundle)
       .raw("reasons", reasons_object(f.reasons))
       .str();
 }
@@ -297,6 +299,7 @@ std::string to_json(const executor_plan& plan) {
       .boolean("buf_ring", plan.buf_ring)
       .boolean("linked_chains", plan.linked_chains)
       .boolean("multishot_timeout", plan.multishot_timeout)
+      .boolean("recv_bundle", plan.recv_bundle)
       .texts("allowed_ops", allowed_op_names(plan.allowed_ops))
       .texts("notes", plan.notes)
       .str();

@@ -240,31 +240,64 @@ std::optional<std::string> probe_multishot_accept() {
   return accepted->more() ? std::string() : "multishot accept: the CQE lacked IORING_CQE_F_MORE (5.19+)";
 }
 
-// A multishot recv with a provided-buffer ring (multishot recv requires buffer selection) on a socket
-// pair with data waiting: the CQE must carry the data in a provided buffer and say IORING_CQE_F_MORE.
-std::optional<std::string> probe_multishot_recv() {
+// One recv on a socket pair with `data` waiting, from a ring of buffer_ring's buffers: the SQE as `prep`
+// makes it for the fd, buffer selection added. "" with the first completion in `got` (a multishot one
+// cancelled after it), or why there was none; nullopt when the sockets could not be made, which says
+// nothing about the kernel's io_uring.
+std::optional<std::string> recv_from_buffer_ring(std::string_view data, void (*prep)(io_uring_sqe*, int),
+                                                 std::optional<completion>& got) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
   unique_fd ours(sv[0]), peer(sv[1]);
-  static constexpr char kMessage[] = "probe";
-  if (::write(peer.get(), kMessage, sizeof kMessage) != static_cast<ssize_t>(sizeof kMessage))
-    return std::nullopt;
-
+  if (::write(peer.get(), data.data(), data.size()) != static_cast<ssize_t>(data.size())) return std::nullopt;
   scratch_ring ring;
   if (!ring.ok()) return setup_failure(ring);
   buffer_ring buffers(*ring.get());
   if (!buffers.registered()) return "needs a provided-buffer ring: " + buffers.error();
   io_uring_sqe* s = ring.sqe(kOpTag);
-  io_uring_prep_recv_multishot(s, ours.get(), nullptr, 0, 0);
+  prep(s, ours.get());
   s->flags |= IOSQE_BUFFER_SELECT;
   s->buf_group = buffer_ring::kGroup;
-  std::optional<completion> got = ring.submit_and_wait();
+  got = ring.submit_and_wait();
   if (got && got->more()) ring.cancel_and_drain();
+  return std::string();
+}
+
+// A multishot recv with a provided-buffer ring (multishot recv requires buffer selection) on a socket
+// pair with data waiting: the CQE must carry the data in a provided buffer and say IORING_CQE_F_MORE.
+std::optional<std::string> probe_multishot_recv() {
+  static constexpr char kMessage[] = "probe";
+  std::optional<completion> got;
+  std::optional<std::string> ran = recv_from_buffer_ring(
+      {kMessage, sizeof kMessage},
+      [](io_uring_sqe* s, int fd) { io_uring_prep_recv_multishot(s, fd, nullptr, 0, 0); }, got);
+  if (!ran || !ran->empty()) return ran;
   if (!got || got->user_data != kOpTag || got->res < 0) return op_failure("IORING_OP_RECV (multishot)", got);
   if (got->res != static_cast<std::int32_t>(sizeof kMessage) || (got->flags & IORING_CQE_F_BUFFER) == 0) {
     return "multishot recv: the data did not arrive in a provided buffer";
   }
   return got->more() ? std::string() : "multishot recv: the CQE lacked IORING_CQE_F_MORE (6.0+)";
+}
+
+// A bundled recv (IORING_RECVSEND_BUNDLE) from a buffer ring of 4 buffers, with 3 buffers' worth waiting and
+// a length of 2 buffers and a byte: the one CQE must carry exactly 2 full buffers. More would break the
+// per-stream share of leased receives (a kernel that appends a retry past the length), fewer means no
+// bundling. The length is one byte past the buffers allowed so that the kernel maps a partial last buffer,
+// drops it, and so does not append.
+std::optional<std::string> probe_recv_bundle() {
+  constexpr auto kTwo = static_cast<std::int32_t>(2 * buffer_ring::kBufferSize);
+  std::optional<completion> got;
+  std::optional<std::string> ran = recv_from_buffer_ring(
+      std::string(3 * buffer_ring::kBufferSize, 'b'),
+      [](io_uring_sqe* s, int fd) {
+        io_uring_prep_recv(s, fd, nullptr, 2 * buffer_ring::kBufferSize + 1, 0);
+        s->ioprio |= detail::kRecvsendBundle;
+      },
+      got);
+  if (!ran || !ran->empty()) return ran;
+  if (!got || got->user_data != kOpTag || got->res < 0) return op_failure("IORING_OP_RECV (bundle)", got);
+  if (got->res > kTwo) return "bundled recv: took more buffers than its length allows";
+  return got->res == kTwo ? std::string() : "bundled recv: one completion did not span several buffers";
 }
 
 // A multishot timeout of 1 us for two periods: the first CQE must say -ETIME and IORING_CQE_F_MORE.
@@ -373,6 +406,11 @@ kernel_features probe_kernel() {
     f.multishot_recv = why_not ? worked(f, "multishot_recv", *why_not)
                                : has(f, "multishot_recv", "buf_ring", f.buf_ring) &&
                                      release_at_least(f.kernel_release, 6, 0);
+  }
+  if (maybe_supported(f, IORING_OP_RECV)) {
+    // Untried is off: what it tests (the length kept) differs between kernels that have bundles.
+    std::optional<std::string> why_not = probe_recv_bundle();
+    f.recv_bundle = worked(f, "recv_bundle", why_not ? *why_not : "untried: no socket pair for the probe");
   }
   f.multishot_timeout = worked(f, "multishot_timeout", probe_multishot_timeout());
   // No trial for SEND_ZC (it would need a connected TCP socket): without the opcode list it stays off.

@@ -64,6 +64,21 @@ void plan_napi(const kernel_features& kernel, const executor_options& request, f
   }
 }
 
+// Bundled leased receives: natively a recv that takes several ring buffers (which needs the ring and a
+// kernel whose bundles keep to their length); emulated a readv into several pool buffers.
+void plan_recv_bundle(const kernel_features& kernel, feature_set disabled, executor_plan& plan) {
+  if (disabled.contains(feature::recv_bundle)) {
+    plan.notes.push_back("leased recv: bundles disabled by request; one buffer per receive");
+  } else if (plan.backend == backend_kind::emulated) {
+    plan.recv_bundle = true;
+  } else if (plan.buf_ring && !kernel.recv_bundle) {
+    plan.notes.push_back("leased recv: bundled recv unavailable on kernel " + kernel.kernel_release +
+                         " (6.10+)" + because(kernel, "recv_bundle") + "; one buffer per receive");
+  } else {
+    plan.recv_bundle = plan.buf_ring;  // without the ring, its own note says why
+  }
+}
+
 }  // namespace
 
 plan_overrides plan_overrides::from_environment() {
@@ -93,6 +108,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     plan.backend = backend_kind::emulated;
     if (overrides.backend == backend_kind::automatic) plan.notes.push_back("backend: emulated as requested");
     if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
+    plan_recv_bundle(kernel, disabled, plan);
     plan_napi(kernel, request, disabled, plan);
     return plan;
   }
@@ -104,6 +120,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
     plan.backend = backend_kind::emulated;
     plan.notes.push_back("backend: emulated, because " + kernel.reason);
     if (restricted) plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
+    plan_recv_bundle(kernel, disabled, plan);
     plan_napi(kernel, request, disabled, plan);
     return plan;
   }
@@ -175,6 +192,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   plan.multishot_timeout = kernel.multishot_timeout && !disabled.contains(feature::multishot);
   // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.
   plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
+  plan_recv_bundle(kernel, disabled, plan);
   plan_napi(kernel, request, disabled, plan);
   return plan;
 }

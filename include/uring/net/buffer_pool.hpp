@@ -130,6 +130,10 @@ class buffer_pool {
   [[nodiscard]] std::uint32_t available() const noexcept;
   // How many times a receive found every buffer out and had to wait for one to come back.
   [[nodiscard]] std::uint64_t exhausted() const noexcept;
+  // Receives that brought data. Chunks per receive above 1 is bundling at work (uses_bundles()).
+  [[nodiscard]] std::uint64_t receives() const noexcept;
+  // Whether one receive may fill several buffers (each still its own chunk), as the executor's plan says.
+  [[nodiscard]] bool uses_bundles() const noexcept;
   // options::max_per_stream as resolved (never 0).
   [[nodiscard]] std::uint32_t max_per_stream() const noexcept;
   // Whether the buffers are a provided-buffer ring in the kernel or not.
