@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -36,32 +37,38 @@ struct counts {
   std::uint32_t available = 0;
 };
 
+// Eight buffers' worth waiting, a share of 8: with bundles one receive takes all eight, each its own chunk of
+// the bytes in order; without, one receive per buffer. From a ring, and from a pool without one (natively
+// then a recvmsg into several buffers too).
 TEST_P(LeasedRecv, OneReceiveFillsSeveralBuffersEachItsOwnChunkInOrder) {
-  stream_pair pair;
-  const std::string sent = pattern(8 * kSize, 3);
-  write_fully(pair.peer.get(), sent);  // all there before the first receive
-  bool bundles = false;
-  counts after;
-  std::vector<std::string> chunks =
-      run([](tcp_stream& s, bool& bundles, counts& after) -> task<std::vector<std::string>> {
-        buffer_pool pool({.count = 16, .size = kSize, .max_per_stream = 8});
-        bundles = pool.uses_bundles();
-        std::vector<std::string> got;
-        std::vector<leased_buffer> held;  // kept: the stream's share is exactly the 8 chunks
-        for (int i = 0; i < 8; ++i) {
-          held.push_back(co_await s.recv(pool));
-          got.emplace_back(held.back().view());
-        }
-        after = {pool.receives(), pool.available()};
-        co_return got;
-      }(pair.ours, bundles, after));
-  EXPECT_EQ(bundles, expect_bundle());
-  ASSERT_EQ(chunks.size(), 8u);
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    EXPECT_EQ(chunks[i], sent.substr(i * kSize, kSize)) << "chunk " << i;
+  for (const bool use_ring : {true, false}) {
+    SCOPED_TRACE(use_ring ? "ring" : "no ring");
+    stream_pair pair;
+    const std::string sent = pattern(8 * kSize, 3);
+    write_fully(pair.peer.get(), sent);  // all there before the first receive
+    bool bundles = false;
+    counts after;
+    std::vector<std::string> chunks =
+        run([](tcp_stream& s, bool use_ring, bool& bundles, counts& after) -> task<std::vector<std::string>> {
+          buffer_pool pool({.count = 16, .size = kSize, .use_ring = use_ring, .max_per_stream = 8});
+          bundles = pool.uses_bundles();
+          std::vector<std::string> got;
+          std::vector<leased_buffer> held;  // kept: the stream's share is exactly the 8 chunks
+          for (int i = 0; i < 8; ++i) {
+            held.push_back(co_await s.recv(pool));
+            got.emplace_back(held.back().view());
+          }
+          after = {pool.receives(), pool.available()};
+          co_return got;
+        }(pair.ours, use_ring, bundles, after));
+    EXPECT_EQ(bundles, expect_bundle());
+    ASSERT_EQ(chunks.size(), 8u);
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      EXPECT_EQ(chunks[i], sent.substr(i * kSize, kSize)) << "chunk " << i;
+    }
+    EXPECT_EQ(after.receives, expect_bundle() ? 1u : 8u);
+    EXPECT_EQ(after.available, 8u);
   }
-  EXPECT_EQ(after.receives, expect_bundle() ? 1u : 8u);
-  EXPECT_EQ(after.available, 8u);
 }
 
 // A share of 4 with 16 buffers' worth waiting: the first receive takes 4 (bundled: at once), and with 2
