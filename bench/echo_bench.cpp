@@ -5,7 +5,8 @@
 //             looping read_some / write_all
 //   emulated  the same coroutines on the emulated backend (epoll + MSG_DONTWAIT inside the library)
 //   *_leased  the same, receiving by stream.recv(pool) from one shared buffer_pool (native: a buffer ring
-//             and one multishot recv per connection; emulated: poll, then recv into a pool buffer)
+//             and one recv armed per connection; emulated: poll, then recv into pool buffers); bundled
+//             receives where the plan has them, one buffer per receive with URING_DISABLE=recv_bundle
 // The client is the same plain epoll loop for all three, so the ratio compares the servers.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -239,5 +240,11 @@ void BM_echo_emulated_leased(benchmark::State& state) {
 BENCHMARK(BM_echo_epoll)->Name("echo/epoll")->Arg(1)->Arg(16)->UseRealTime();
 BENCHMARK(BM_echo_uring)->Name("echo/uring")->Arg(1)->Arg(16)->UseRealTime();
 BENCHMARK(BM_echo_emulated)->Name("echo/emulated")->Arg(1)->Arg(16)->UseRealTime();
-BENCHMARK(BM_echo_uring_leased)->Name("echo/uring_leased")->Arg(1)->Arg(16)->UseRealTime();
-BENCHMARK(BM_echo_emulated_leased)->Name("echo/emulated_leased")->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_echo_uring_leased)->Name("echo/uring_leased")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_echo_emulated_leased)
+    ->Name("echo/emulated_leased")
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(64)
+    ->Arg(256)
+    ->UseRealTime();

@@ -1,6 +1,7 @@
 // leased_recv.hpp — the LeasedRecv suite's fixture, shared by the files that test leased receives
-// (leased_recv_test, leased_recv_timeout_test, buffer_pool_test): every backend, plus native with the buffer
-// ring turned off (the one-recv-per-call path).
+// (leased_recv_test, leased_recv_timeout_test, buffer_pool_test, recv_bundle_test): every backend, plus
+// native with the buffer ring turned off (the one-recv-per-call path) and native without bundles (one ring
+// buffer per receive).
 //
 // Use: TEST_P(LeasedRecv, ...), then INSTANTIATE_LEASED_RECV(); once in each file.
 #pragma once
@@ -18,7 +19,12 @@
 namespace uring::test {
 
 inline std::vector<backend_config> leased_recv_backends() {
-  return backends_and_native_without(feature::buf_ring, "native_no_buf_ring");
+  auto configs = backends_and_native_without(feature::buf_ring, "native_no_buf_ring");
+  executor_options without;
+  without.backend = backend_kind::native;
+  without.disable = feature::recv_bundle;
+  configs.push_back({"native_no_recv_bundle", without});
+  return configs;
 }
 
 class LeasedRecv : public backend_test {
@@ -27,6 +33,11 @@ class LeasedRecv : public backend_test {
   [[nodiscard]] bool expect_ring() const {
     const auto& k = probed_kernel();
     return !emulated() && !options().disable.contains(feature::buf_ring) && k.buf_ring && k.multishot_recv;
+  }
+  // Whether this configuration's receives may fill several buffers at once.
+  [[nodiscard]] bool expect_bundle() const {
+    if (options().disable.contains(feature::recv_bundle)) return false;
+    return emulated() || (expect_ring() && probed_kernel().recv_bundle);
   }
 };
 

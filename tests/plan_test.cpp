@@ -42,7 +42,15 @@ kernel_features full_kernel() {
   k.registered_ring_fd = true;
   k.setup_flags = kAllFlags;
   k.msg_ring = k.send_msg_ring = k.eventfd_register = k.buf_ring = true;
-  k.multishot_accept = k.multishot_recv = k.send_zc = k.multishot_timeout = k.read_multishot = true;
+  k.multishot_accept = k.multishot_recv = k.send_zc = k.multishot_timeout = k.read_multishot = k.recv_bundle =
+      true;
+  return k;
+}
+
+// `k` without bundled receives, for a reason the probe recorded.
+kernel_features without_bundles(kernel_features k) {
+  k.recv_bundle = false;
+  k.reasons["recv_bundle"] = "kept no length";
   return k;
 }
 
@@ -298,6 +306,24 @@ const plan_case kCases[] = {
                   .send_msg_ring = true,
                   .notes = {"read_stream: IORING_OP_READ_MULTISHOT unavailable on kernel 6.18-fake (6.7+): "
                             "IORING_OP_READ_MULTISHOT: EINVAL; one read per chunk"}}},
+    {.name = "BundlesDisabledByRequest",
+     .kernel = full_kernel(),
+     .request = disabling(feature::recv_bundle),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes = {"leased recv: bundles disabled by request"}}},
+    {.name = "KernelWithoutBundles",
+     .kernel = without_bundles(full_kernel()),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes =
+                      {"leased recv: bundled recv unavailable on kernel 6.18-fake (6.10+): kept no length"}}},
 };
 
 class MakePlan : public ::testing::TestWithParam<plan_case> {};
@@ -328,6 +354,13 @@ TEST_P(MakePlan, DecidesAndExplains) {
             plan.buf_ring &&
                 std::none_of(plan.notes.begin(), plan.notes.end(),
                              [](const std::string& n) { return n.find("read_stream") != std::string::npos; }))
+      << shown;
+  // Bundles: emulated always (a recvmsg into several buffers), natively with the ring and the kernel's
+  // bundles, unless disabled (which a note says).
+  const bool bundles_disabled =
+      c.request.disable.contains(feature::recv_bundle) || c.overrides.disable.contains(feature::recv_bundle);
+  EXPECT_EQ(plan.recv_bundle,
+            !bundles_disabled && (plan.backend == kEmulated || (plan.buf_ring && c.kernel.recv_bundle)))
       << shown;
   ASSERT_EQ(plan.notes.size(), want.notes.size()) << shown;
   for (std::size_t i = 0; i < want.notes.size(); ++i) {

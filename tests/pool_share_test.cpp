@@ -48,6 +48,8 @@ std::vector<uring::test::backend_config> configs() {
   without.backend = uring::backend_kind::native;
   without.disable = uring::feature::buf_ring;
   c.push_back({"native_no_buf_ring", without});
+  without.disable = uring::feature::recv_bundle;
+  c.push_back({"native_no_recv_bundle", without});
   return c;
 }
 

@@ -63,6 +63,7 @@ enum class feature : std::uint32_t {
   napi = 1u << 11,            // NAPI busy polling (IORING_REGISTER_NAPI; emulated: epoll's EPIOCSPARAMS)
   read_multishot = 1u << 12,  // IORING_OP_READ_MULTISHOT (else read_stream reads one chunk per request)
   sqpoll = 1u << 13,          // a kernel thread polling the submission queue (IORING_SETUP_SQPOLL)
+  recv_bundle = 1u << 14,  // a leased receive filling several pool buffers at once (IORING_RECVSEND_BUNDLE)
 };
 
 class feature_set {

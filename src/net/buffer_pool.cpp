@@ -52,6 +52,7 @@ pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_
   }
   if (sz == 0) throw std::invalid_argument("buffer_pool: size must not be 0");
   owners.assign(n, nullptr);
+  bundle = executor_core::recv_bundle(e);
   const std::uint32_t entries = round_up_pow2(n);
   const std::size_t ring_bytes = page_round(entries * sizeof(io_uring_buf));
   mapped = ring_bytes + page_round(std::size_t{n} * sz);
@@ -63,9 +64,11 @@ pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_
 
   if (use_ring) {
     io_uring_buf_ring_init(slots);
+    ring_pos.resize(n);
     for (std::uint32_t i = 0; i < n; ++i) {
       io_uring_buf_ring_add(slots, buffer(static_cast<std::uint16_t>(i)), sz, static_cast<unsigned short>(i),
                             static_cast<int>(mask), static_cast<int>(i));
+      ring_pos[i] = static_cast<std::uint16_t>(i);
     }
     io_uring_buf_ring_advance(slots, static_cast<int>(n));
     for (unsigned tries = 0; tries < 65536; ++tries) {
@@ -97,6 +100,7 @@ void pool_state::give_back(std::uint16_t id) noexcept {
   if (closed) return;  // nobody receives any more: the buffer just waits for the memory to go
   ++returns;
   if (ring) {
+    ring_pos[id] = slots->tail;
     io_uring_buf_ring_add(slots, buffer(id), size, id, static_cast<int>(mask), 0);
     io_uring_buf_ring_advance(slots, 1);
     ++in_ring;
@@ -114,6 +118,18 @@ void pool_state::give_back(std::uint16_t id) noexcept {
   }
   // Last: a stream that was at its limit competes for the buffer only after the starved ones.
   if (owner != nullptr) owner->on_own_returned();
+}
+
+std::uint16_t pool_state::ring_next(std::uint16_t first, std::uint32_t i) const noexcept {
+  if (i == 0) return first;
+  const auto pos = static_cast<std::uint16_t>(ring_pos[first] + i);
+  return slots->bufs[pos & mask].bid;
+}
+
+std::uint32_t pool_state::bundle_bytes(std::uint32_t room) const noexcept {
+  constexpr std::uint32_t kMaxLen = 0x7fffffff;  // the kernel's lengths are ints
+  const std::uint32_t fits = (kMaxLen - 1) / size;
+  return fits == 0 ? 0 : std::min(room, fits) * size + 1;
 }
 
 void pool_state::stop_waiting(pool_waiter& w) noexcept { std::erase(waiters, &w); }
@@ -157,5 +173,7 @@ std::uint32_t buffer_pool::available() const noexcept { return state_->available
 std::uint32_t buffer_pool::max_per_stream() const noexcept { return state_->per_stream; }
 bool buffer_pool::uses_ring() const noexcept { return state_->ring; }
 std::uint64_t buffer_pool::exhausted() const noexcept { return state_->exhausted; }
+std::uint64_t buffer_pool::receives() const noexcept { return state_->receives; }
+bool buffer_pool::uses_bundles() const noexcept { return state_->bundle; }
 
 }  // namespace uring::net

@@ -46,6 +46,7 @@ struct pool_state {
   std::uint16_t group = 0;   // the buffer group id, while ring
   bool ring = false;         // registered as a provided-buffer ring
   bool closed = false;       // the pool object is gone: receives fail, returns just count
+  bool bundle = false;       // a receive may fill several buffers at once (the executor's plan)
   std::size_t refs = 1;      // the pool object, leases, stream states
   void* memory = nullptr;    // one mapping: the ring's slots (page-aligned, first), then the buffers
   std::size_t mapped = 0;
@@ -54,8 +55,10 @@ struct pool_state {
   char* buffers = nullptr;
   std::uint32_t in_ring = 0;    // ring: buffers the kernel may still pick (as far as reaped CQEs tell)
   std::uint64_t exhausted = 0;  // times a stream found every buffer out
+  std::uint64_t receives = 0;   // receive completions that brought data
   std::uint64_t returns = 0;    // buffers given back so far (a stream that ran dry asks: any since I armed?)
   std::vector<std::uint16_t> free_ids;  // no ring: buffers free to take
+  std::vector<std::uint16_t> ring_pos;  // ring: by buffer id, the slot (the ring's tail) it was put in at
   std::vector<pool_waiter*> waiters;
   std::vector<pool_waiter*>
       owners;  // by buffer id: the stream holding it, or null (free, or its stream is gone)
@@ -73,6 +76,13 @@ struct pool_state {
   }
   // The kernel filled buffer `id` (ring): it is out of the ring until given back.
   void picked() noexcept { --in_ring; }
+  // Ring: the buffer `i` places after buffer `first` in ring order, where a bundled recv that started
+  // with `first` continued. Read before any buffer goes back: a return may reuse slots past the tail.
+  [[nodiscard]] std::uint16_t ring_next(std::uint16_t first, std::uint32_t i) const noexcept;
+  // The most buffers one receive of a stream with `room` left in its share may take, as the request's
+  // byte length: a byte past them, so that the kernel maps a partial last buffer and stops there (a
+  // length that ends on a buffer's end lets it append a second pass). 0: bundles do not fit this size.
+  [[nodiscard]] std::uint32_t bundle_bytes(std::uint32_t room) const noexcept;
   // Buffer `id` is free again: back into the ring (or the free list), every waiter hears of it (those
   // holding nothing first), then the stream that held it.
   void give_back(std::uint16_t id) noexcept;

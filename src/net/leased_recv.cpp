@@ -4,10 +4,13 @@
 // pipe, FIFO or eventfd for a read_stream (uring/read_stream.hpp): read for recv, and with a ring a read
 // that picks its buffer (multishot where the plan has it and the stream's share is the whole pool).
 //
-// One request at a time, each taking at most one buffer: that is what makes the per-stream limit exact (a
-// multishot recv fills as many buffers as the socket has data for before its completions are seen, so a
-// peer that sends without reading would drain the pool in one burst). A multishot read is the exception,
-// used only where the stream's share is the whole pool, so that no burst can exceed it.
+// One request at a time, each taking at most what is left of the stream's share: that is what makes the
+// per-stream limit exact (a multishot recv fills as many buffers as the socket has data for before its
+// completions are seen, so a peer that sends without reading would drain the pool in one burst). Where the
+// plan has bundles, one receive fills several buffers (natively a bundled recv from the ring, else a
+// recvmsg into several free buffers) and each becomes a chunk of its own, in order; else one buffer each.
+// A multishot read is the exception, used only where the stream's share is the whole pool, so that no
+// burst can exceed it; reads take no bundles.
 //
 // One state per stream, driven by its operation's completions. It is flagged multishot so that its
 // completion function sees every completion, also those drained while the executor shuts down: buffers
@@ -20,6 +23,7 @@
 // The timer of timed receives is a second operation of the state (deadline_timer), with its own reference.
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <cerrno>
@@ -77,13 +81,15 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   // deque: an empty one allocates nothing, and an idle connection should cost as little as possible.
   std::vector<chunk> ready;
   std::size_t head = 0;
-  int error = 0;               // for the next recv to throw
-  bool eof = false;            // sticky: every later recv yields an empty lease
-  bool abandoned = false;      // the stream is gone
-  bool hungry = false;         // waiting in the pool for a buffer to come back
-  bool cancelling = false;     // we asked for the request in flight to be cancelled
-  bool capped = false;         // holds its limit of buffers: receives again when one of them comes back
-  std::uint16_t filling = 0;   // no ring: the buffer the recv in flight fills
+  int error = 0;            // for the next recv to throw
+  bool eof = false;         // sticky: every later recv yields an empty lease
+  bool abandoned = false;   // the stream is gone
+  bool hungry = false;      // waiting in the pool for a buffer to come back
+  bool cancelling = false;  // we asked for the request in flight to be cancelled
+  bool capped = false;      // holds its limit of buffers: receives again when one of them comes back
+  std::vector<std::uint16_t> filling;  // no ring: the buffers the recv in flight fills, in order
+  std::vector<iovec> iovs;             // no ring, bundled: those buffers, for the recvmsg
+  msghdr msg{};
   std::uint64_t armed_at = 0;  // ring: the pool's return count when the recv was armed
   bool readable = false;       // no ring: the last poll said so, and nothing was received since
   bool eager = false;          // no ring: the last chunk filled its buffer (receive before polling)
@@ -149,9 +155,14 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
                 .fd = fd,
                 .len = pool->group,
                 .aux = multishot_read ? 0 : kOneChunk});
-      } else {
-        submit({.code = op_code::recv_multishot, .fd = fd, .len = pool->group, .aux = kOneChunk});
+        return;
       }
+      const std::uint32_t bytes = pool->bundle ? pool->bundle_bytes(room()) : 0;
+      submit({.code = op_code::recv_multishot,
+              .fd = fd,
+              .len = pool->group,
+              .offset = bytes,
+              .aux = bytes != 0 ? kBundle : kOneChunk});
       return;
     }
     // No ring: a buffer is taken only when data is likely there (the socket polled readable, or the last
@@ -165,23 +176,38 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       capped = true;
     } else {
       readable = false;
-      filling = pool->take();
-      pool->own(filling, *this);
+      const std::uint32_t n = pool->bundle && !reading ? std::min(room(), pool->available()) : 1;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        filling.push_back(pool->take());
+        pool->own(filling.back(), *this);
+      }
       if (reading) {
         submit({.code = op_code::read,
                 .fd = fd,
                 .len = pool->size,
                 .offset = kCurrentPosition,
-                .addr = pool->buffer(filling)});
+                .addr = pool->buffer(filling[0])});
         return;
       }
-      submit({.code = op_code::recv,
-              .fd = fd,
-              .len = pool->size,
-              .op_flags = MSG_DONTWAIT,
-              .addr = pool->buffer(filling)});
+      if (n == 1) {
+        submit({.code = op_code::recv,
+                .fd = fd,
+                .len = pool->size,
+                .op_flags = MSG_DONTWAIT,
+                .addr = pool->buffer(filling[0])});
+        return;
+      }
+      iovs.clear();
+      for (std::uint16_t id : filling) iovs.push_back({pool->buffer(id), pool->size});
+      msg = {};
+      msg.msg_iov = iovs.data();
+      msg.msg_iovlen = iovs.size();
+      submit({.code = op_code::recvmsg, .fd = fd, .op_flags = MSG_DONTWAIT, .addr = &msg});
     }
   }
+
+  // Buffers the stream may still take before it holds its share (at least 1 where it is not at it).
+  [[nodiscard]] std::uint32_t room() const noexcept { return pool->per_stream - held; }
 
   void submit(const io_request& r) noexcept {
     request = r;
@@ -288,6 +314,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
         break;
       case op_code::recv:
       case op_code::read:
+      case op_code::recvmsg:
         s->on_recv();
         break;
       default:  // poll
@@ -302,16 +329,30 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     error = res_errno;
   }
 
-  // Ring: the recv completed (with a chunk, end of stream, ENOBUFS or an error).
+  // Ring: the recv completed (with a chunk, or a bundle of them, end of stream, ENOBUFS or an error).
   void on_chunk(bool final) noexcept {
     if (cqe_flags & kCqeBuffer) {
-      const auto id = static_cast<std::uint16_t>(cqe_flags >> kCqeBufferShift);
-      pool->picked();
-      if (res > 0 && !abandoned) {
-        pool->own(id, *this);
-        ready.push_back({id, static_cast<std::uint32_t>(res)});
+      const auto first = static_cast<std::uint16_t>(cqe_flags >> kCqeBufferShift);
+      // A bundle's bytes fill its buffers in ring order, each whole but the last.
+      const std::uint32_t bytes = res > 0 ? static_cast<std::uint32_t>(res) : 0;
+      const std::uint32_t n = bytes > 0 ? (bytes + pool->size - 1) / pool->size : 1;
+      if (bytes > 0 && !abandoned) {
+        ++pool->receives;
+        for (std::uint32_t i = 0; i < n; ++i) {
+          const std::uint16_t id = pool->ring_next(first, i);
+          pool->picked();
+          pool->own(id, *this);
+          ready.push_back({id, std::min(bytes - i * pool->size, pool->size)});
+        }
       } else {
-        pool->give_back(id);
+        // Every id first: a buffer given back may take a slot the later ones are read from.
+        const std::size_t from = ready.size();
+        for (std::uint32_t i = 0; i < n; ++i) ready.push_back({pool->ring_next(first, i), 0});
+        for (std::size_t i = from; i < ready.size(); ++i) {
+          pool->picked();
+          pool->give_back(ready[i].id);
+        }
+        ready.resize(from);
       }
     }
     if (abandoned) return;
@@ -327,13 +368,20 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (done()) wake();
   }
 
-  // No ring: the recv into `filling` completed.
+  // No ring: the recv into `filling` completed. The bytes fill those buffers in order; the rest go back.
   void on_recv() noexcept {
-    if (res > 0 && !abandoned) {
-      eager = static_cast<std::uint32_t>(res) == pool->size;
-      ready.push_back({filling, static_cast<std::uint32_t>(res)});
+    const std::uint32_t bytes = res > 0 && !abandoned ? static_cast<std::uint32_t>(res) : 0;
+    const auto taken = static_cast<std::uint32_t>(filling.size());
+    std::uint32_t used = 0;
+    for (; used < taken && used * pool->size < bytes; ++used) {
+      ready.push_back({filling[used], std::min(bytes - used * pool->size, pool->size)});
+    }
+    for (std::uint32_t i = used; i < taken; ++i) drop(filling[i]);
+    filling.clear();
+    if (bytes > 0) {
+      ++pool->receives;
+      eager = bytes == taken * pool->size;  // every buffer filled: more is probably waiting
     } else {
-      drop(filling);
       if (abandoned) return;
       if (res == -EAGAIN) {  // nothing there after all: wait for readability, holding no buffer
         eager = false;

@@ -217,7 +217,9 @@ inline constexpr op_row kOpTable[] = {
     // fd, op_flags = MSG_* flags, len = buffer group (a provided-buffer ring registered on this ring). One
     // completion per chunk received, flagged kCqeMore while armed, each carrying the buffer it filled
     // (kCqeBuffer, id in the flags' top 16 bits). -ENOBUFS (final) when the group ran dry. aux = kOneChunk:
-    // a single recv instead, one chunk (one buffer) at most. The emulation has no provided buffers: the
+    // a single recv instead, one chunk (one buffer) at most. aux = kBundle: a single bundled recv of at most
+    // `offset` bytes (IORING_RECVSEND_BUNDLE): one completion, res spanning consecutive buffers of the ring
+    // from the one it names. The emulation has no provided buffers: the
     // library receives into its own pool there.
     {op_code::recv_multishot, "recv_multishot", kop::recv, "6.0", e::none, true, false, false,
      prep_recv_multishot, nullptr},

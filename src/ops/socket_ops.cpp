@@ -138,7 +138,11 @@ int emulate_shutdown(io_request& r, emu_try& t) {
 
 void prep_recv_multishot(io_uring_sqe* sqe, const io_request& r) noexcept {
   io_uring_prep_recv_multishot(sqe, r.fd, nullptr, 0, static_cast<int>(r.op_flags));
-  if (r.aux == kOneChunk) sqe->ioprio &= ~IORING_RECV_MULTISHOT;
+  if (r.aux == kOneChunk || r.aux == kBundle) sqe->ioprio &= ~IORING_RECV_MULTISHOT;
+  if (r.aux == kBundle) {
+    sqe->ioprio |= kRecvsendBundle;
+    sqe->len = static_cast<std::uint32_t>(r.offset);
+  }
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = static_cast<std::uint16_t>(r.len);
 }

@@ -25,6 +25,7 @@ constexpr std::pair<feature, const char*> kFeatureNames[] = {
     {feature::napi, "napi"},
     {feature::read_multishot, "read_multishot"},
     {feature::sqpoll, "sqpoll"},
+    {feature::recv_bundle, "recv_bundle"},
 };
 
 }  // namespace

@@ -128,6 +128,7 @@ std::string to_string(const kernel_features& f) {
   out += std::string("napi              ") + yes_no(f.napi);
   out += std::string("epoll busy poll   ") + yes_no(f.epoll_busy_poll);
   out += std::string("sqpoll            ") + yes_no(f.sqpoll);
+  out += std::string("recv bundle       ") + yes_no(f.recv_bundle);
   for (const auto& [feature, why] : f.reasons) out += "why not: " + feature + ": " + why + "\n";
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
@@ -274,6 +275,7 @@ std::string to_json(const kernel_features& f) {
       .boolean("napi", f.napi)
       .boolean("epoll_busy_poll", f.epoll_busy_poll)
       .boolean("sqpoll", f.sqpoll)
+      .boolean("recv_bundle", f.recv_bundle)
       .raw("reasons", reasons_object(f.reasons))
       .str();
 }
@@ -303,6 +305,7 @@ std::string to_json(const executor_plan& plan) {
       .boolean("multishot_timeout", plan.multishot_timeout)
       .boolean("read_multishot", plan.read_multishot)
       .boolean("sqpoll", plan.sqpoll)
+      .boolean("recv_bundle", plan.recv_bundle)
       .texts("allowed_ops", allowed_op_names(plan.allowed_ops))
       .texts("notes", plan.notes)
       .str();

@@ -241,16 +241,14 @@ std::optional<std::string> probe_multishot_accept() {
   return accepted->more() ? std::string() : "multishot accept: the CQE lacked IORING_CQE_F_MORE (5.19+)";
 }
 
-// A multishot request that selects a provided buffer (multishot recv and read require buffer selection),
-// on `ours` after a message was written to `peer`: the CQE must carry the message in a provided buffer
-// and say IORING_CQE_F_MORE. `prep` fills the SQE's opcode and fd; `what` names it, `since` its kernel.
-// nullopt when the message could not be written, which says nothing about the kernel's io_uring.
+// One request on `ours` after `data` was written to `peer`, selecting its buffer from a ring of
+// buffer_ring's buffers: the SQE as `prep` makes it for the fd, buffer selection added. "" with the first
+// completion in `got` (a multishot one cancelled after it), or why there was none; nullopt when the data
+// could not be written, which says nothing about the kernel's io_uring.
 template <class Prep>
-std::optional<std::string> probe_multishot_into_buffer(int ours, int peer, const char* op, const char* what,
-                                                       const char* since, Prep prep) {
-  static constexpr char kMessage[] = "probe";
-  if (::write(peer, kMessage, sizeof kMessage) != static_cast<ssize_t>(sizeof kMessage)) return std::nullopt;
-
+std::optional<std::string> run_from_buffer_ring(int ours, int peer, std::string_view data, Prep prep,
+                                                std::optional<completion>& got) {
+  if (::write(peer, data.data(), data.size()) != static_cast<ssize_t>(data.size())) return std::nullopt;
   scratch_ring ring;
   if (!ring.ok()) return setup_failure(ring);
   buffer_ring buffers(*ring.get());
@@ -259,8 +257,21 @@ std::optional<std::string> probe_multishot_into_buffer(int ours, int peer, const
   prep(s, ours);
   s->flags |= IOSQE_BUFFER_SELECT;
   s->buf_group = buffer_ring::kGroup;
-  std::optional<completion> got = ring.submit_and_wait();
+  got = ring.submit_and_wait();
   if (got && got->more()) ring.cancel_and_drain();
+  return std::string();
+}
+
+// A multishot request that selects a provided buffer (multishot recv and read require buffer selection):
+// the CQE must carry a message written to `peer` in a provided buffer and say IORING_CQE_F_MORE. `op`
+// names the request, `what` the feature, `since` its kernel.
+template <class Prep>
+std::optional<std::string> probe_multishot_into_buffer(int ours, int peer, const char* op, const char* what,
+                                                       const char* since, Prep prep) {
+  static constexpr char kMessage[] = "probe";
+  std::optional<completion> got;
+  std::optional<std::string> ran = run_from_buffer_ring(ours, peer, {kMessage, sizeof kMessage}, prep, got);
+  if (!ran || !ran->empty()) return ran;
   if (!got || got->user_data != kOpTag || got->res < 0) return op_failure(op, got);
   if (got->res != static_cast<std::int32_t>(sizeof kMessage) || (got->flags & IORING_CQE_F_BUFFER) == 0) {
     return std::string(what) + ": the data did not arrive in a provided buffer";
@@ -289,6 +300,30 @@ std::optional<std::string> probe_read_multishot() {
                                        io_uring_prep_rw(detail::kOpReadMultishot, s, fd, nullptr, 0,
                                                         ~std::uint64_t{0});
                                      });
+}
+
+// A bundled recv (IORING_RECVSEND_BUNDLE) from a buffer ring of 4 buffers, with 3 buffers' worth waiting and
+// a length of 2 buffers and a byte: the one CQE must carry exactly 2 full buffers. More would break the
+// per-stream share of leased receives (a kernel that appends a retry past the length), fewer means no
+// bundling. The length is one byte past the buffers allowed so that the kernel maps a partial last buffer,
+// drops it, and so does not append.
+std::optional<std::string> probe_recv_bundle() {
+  constexpr auto kTwo = static_cast<std::int32_t>(2 * buffer_ring::kBufferSize);
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
+  unique_fd ours(sv[0]), peer(sv[1]);
+  std::optional<completion> got;
+  std::optional<std::string> ran = run_from_buffer_ring(
+      ours.get(), peer.get(), std::string(3 * buffer_ring::kBufferSize, 'b'),
+      [](io_uring_sqe* s, int fd) {
+        io_uring_prep_recv(s, fd, nullptr, 2 * buffer_ring::kBufferSize + 1, 0);
+        s->ioprio |= detail::kRecvsendBundle;
+      },
+      got);
+  if (!ran || !ran->empty()) return ran;
+  if (!got || got->user_data != kOpTag || got->res < 0) return op_failure("IORING_OP_RECV (bundle)", got);
+  if (got->res > kTwo) return "bundled recv: took more buffers than its length allows";
+  return got->res == kTwo ? std::string() : "bundled recv: one completion did not span several buffers";
 }
 
 // A multishot timeout of 1 us for two periods: the first CQE must say -ETIME and IORING_CQE_F_MORE.
@@ -408,6 +443,11 @@ kernel_features probe_kernel() {
     f.multishot_recv = why_not ? worked(f, "multishot_recv", *why_not)
                                : has(f, "multishot_recv", "buf_ring", f.buf_ring) &&
                                      release_at_least(f.kernel_release, 6, 0);
+  }
+  if (maybe_supported(f, IORING_OP_RECV)) {
+    // Untried is off: what it tests (the length kept) differs between kernels that have bundles.
+    std::optional<std::string> why_not = probe_recv_bundle();
+    f.recv_bundle = worked(f, "recv_bundle", why_not ? *why_not : "untried: no socket pair for the probe");
   }
   f.multishot_timeout = worked(f, "multishot_timeout", probe_multishot_timeout());
   if (maybe_supported(f, detail::kOpReadMultishot)) {

@@ -29,5 +29,8 @@ inline constexpr std::uint8_t kOpFutexWait = 51;
 inline constexpr std::uint8_t kOpFutexWake = 52;
 inline constexpr std::uint32_t kFutex2SizeU32 = 0x02;
 inline constexpr std::uint32_t kFutex2Private = 128;
+// IORING_RECVSEND_BUNDLE (6.10), in a recv's ioprio: one completion for several consecutive ring buffers
+// (the CQE names the first; res spans them in ring order).
+inline constexpr std::uint16_t kRecvsendBundle = 1u << 4;
 
 }  // namespace uring::detail

@@ -97,13 +97,31 @@ void plan_sqpoll(const kernel_features& kernel, const executor_options& request,
   }
 }
 
+void plan_recv_bundle(const kernel_features& kernel, feature_set disabled, executor_plan& plan);
+
 // The rest of an emulated plan: its notes on the options that mean something else there.
 void plan_emulated(const kernel_features& kernel, const executor_options& request, feature_set disabled,
                    executor_plan& plan) {
   if (request.allowed_ops.restricts())
     plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
+  plan_recv_bundle(kernel, disabled, plan);
   plan_napi(kernel, request, disabled, plan);
   if (request.sqpoll.enabled) plan.notes.push_back("sqpoll: native only; the emulation submits in-process");
+}
+
+// Bundled leased receives: natively a recv that takes several ring buffers (which needs the ring and a
+// kernel whose bundles keep to their length); emulated a readv into several pool buffers.
+void plan_recv_bundle(const kernel_features& kernel, feature_set disabled, executor_plan& plan) {
+  if (disabled.contains(feature::recv_bundle)) {
+    plan.notes.push_back("leased recv: bundles disabled by request; one buffer per receive");
+  } else if (plan.backend == backend_kind::emulated) {
+    plan.recv_bundle = true;
+  } else if (plan.buf_ring && !kernel.recv_bundle) {
+    plan.notes.push_back("leased recv: bundled recv unavailable on kernel " + kernel.kernel_release +
+                         " (6.10+)" + because(kernel, "recv_bundle") + "; one buffer per receive");
+  } else {
+    plan.recv_bundle = plan.buf_ring;  // without the ring, its own note says why
+  }
 }
 
 }  // namespace
@@ -227,6 +245,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   plan.multishot_timeout = kernel.multishot_timeout && !disabled.contains(feature::multishot);
   // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.
   plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
+  plan_recv_bundle(kernel, disabled, plan);
   plan_napi(kernel, request, disabled, plan);
   plan_sqpoll(kernel, request, disabled, plan);
   return plan;

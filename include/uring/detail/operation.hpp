@@ -26,6 +26,8 @@ namespace uring::detail {
 inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
 // As recv_multishot's aux: one chunk, not multishot.
 inline constexpr std::uint64_t kOneChunk = 1;
+// As recv_multishot's aux: one bundled recv (several consecutive buffers), at most `offset` bytes.
+inline constexpr std::uint64_t kBundle = 2;
 
 // A completion flag (the kernel's IORING_CQE_F_MORE): a multishot operation will complete again. Only the
 // completion without it is final.

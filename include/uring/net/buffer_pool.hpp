@@ -18,6 +18,13 @@
 // receive waits for readability, then takes a free buffer (waiting for a return when there is none) and
 // receives into it, never ahead of a receive: the same API and the same guarantees.
 //
+// Bundles (uses_bundles(); the plan's recv_bundle): one receive fills several buffers, in order, and each
+// still comes out as a chunk of its own, so a busy stream costs fewer completions per byte. Natively
+// (kernel 6.10+, probed) that is a bundled recv from the ring (IORING_RECVSEND_BUNDLE), whose length is
+// capped at what is left of the stream's share; emulated, a recvmsg into that many free buffers, the
+// unfilled ones going straight back. Off (URING_DISABLE=recv_bundle, or a kernel without them): one
+// buffer per receive, as before; the chunks and the guarantees are the same either way.
+//
 // Sharing: one stream holds at most options::max_per_stream buffers (chunks waiting in it plus its leases
 // not yet returned). At the limit it receives nothing more (its data waits in the socket, and TCP slows
 // its peer) until one of them comes back, so a peer that sends without reading what it is sent cannot
@@ -130,6 +137,10 @@ class buffer_pool {
   [[nodiscard]] std::uint32_t available() const noexcept;
   // How many times a receive found every buffer out and had to wait for one to come back.
   [[nodiscard]] std::uint64_t exhausted() const noexcept;
+  // Receives that brought data. Chunks per receive above 1 is bundling at work (uses_bundles()).
+  [[nodiscard]] std::uint64_t receives() const noexcept;
+  // Whether one receive may fill several buffers (each still its own chunk), as the executor's plan says.
+  [[nodiscard]] bool uses_bundles() const noexcept;
   // options::max_per_stream as resolved (never 0).
   [[nodiscard]] std::uint32_t max_per_stream() const noexcept;
   // Whether the buffers are a provided-buffer ring in the kernel or not.
