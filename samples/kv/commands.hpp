@@ -31,6 +31,9 @@ struct server {
   uring::executor_group* group = nullptr;
   std::vector<std::unique_ptr<shard>> shards;
   std::vector<std::unique_ptr<client_registry>> clients;  // one per executor, as the shards
+  // Each executor's receive buffers (made by its accept loop, on its thread), lent to its connections one
+  // chunk at a time.
+  std::vector<uring::net::buffer_pool*> pools;
   std::string backend;
   int port = 0;
   int max_connections = 0;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include <uring/net/tcp_stream.hpp>
@@ -16,6 +17,11 @@
 #include "reply.hpp"
 
 namespace kv {
+
+// Each executor's receive buffers: connections lease them one received chunk at a time, so an idle one
+// holds none; one connection holds at most 16 at once.
+inline constexpr std::uint32_t receive_buffers = 256;
+inline constexpr std::uint32_t receive_buffer_size = 16 * 1024;
 
 struct connection_limits {
   output_limits output;
