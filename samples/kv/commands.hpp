@@ -7,9 +7,11 @@
 // `me` and visits the others with submit_to (commands naming other shards' keys).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +41,10 @@ struct server {
   int max_connections = 0;
   std::int64_t started_ms = clock_ms();
   std::string password;  // --requirepass: empty when none is required
+  // Input limits, as Redis's (settable with CONFIG SET; a connection reads them at each burst of input): the
+  // longest bulk string, and the most bytes one command may take (its arguments are not counted otherwise).
+  std::atomic<std::uint64_t> proto_max_bulk_len{512ULL * 1024 * 1024};
+  std::atomic<std::uint64_t> query_buffer_limit{1024ULL * 1024 * 1024};
 
   [[nodiscard]] std::size_t count() const noexcept { return shards.size(); }
 };
@@ -138,6 +144,12 @@ uring::task<void> cmd_client(context& c);
 // Whether the session may run `command` (upper case): with --requirepass, only AUTH, HELLO and QUIT run
 // before AUTH succeeds.
 bool allowed_before_auth(const server& srv, const session& ses, std::string_view command) noexcept;
+
+// The least either input limit may be set to (Redis's bound).
+inline constexpr std::uint64_t min_input_limit = 1024 * 1024;
+// A memory value as Redis reads one: digits and an optional unit (b, k, kb, m, mb, g, gb; any case; k is
+// 1000, kb 1024). Null if it is not one; UINT64_MAX if it overflows.
+std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept;
 
 // The number of commands uring-kv knows (COMMAND COUNT).
 std::size_t command_count() noexcept;

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <string>
 #include <system_error>
@@ -93,6 +94,9 @@ uring::net::basic_recv_awaitable<false> next_chunk(tcp_stream& s, uring::net::bu
   return read;
 }
 
+// The parser's refusal of a command longer than limits::max_command.
+constexpr std::string_view too_large = "command too large";
+
 // Parses and answers one burst of input, from the chunk `first` until no byte of a command waits and every
 // reply is written. Returns false when the connection is to close. The parser, the reply and the inline
 // words live only that long, in a frame of their own (not inlined, so not elided into the connection's):
@@ -101,9 +105,9 @@ uring::net::basic_recv_awaitable<false> next_chunk(tcp_stream& s, uring::net::bu
                                          const connection_limits* limits, session& ses,
                                          steady::time_point& deadline, uring::net::leased_buffer first) {
   resp::limits lim;
-  lim.max_bulk = 1024 * 1024;
-  lim.max_args = 1025;  // MSET with 512 pairs
-  lim.max_command = 4 * 1024 * 1024;
+  lim.max_bulk = srv->proto_max_bulk_len.load(std::memory_order_relaxed);
+  lim.max_args = INT_MAX;  // as Redis: the count is bounded by the bytes a command may take
+  lim.max_command = srv->query_buffer_limit.load(std::memory_order_relaxed);
   resp::command_parser parser(lim);
   parser.feed(first.view());
   first.reset();  // back to the pool at once: the parser keeps its own copy
@@ -118,6 +122,11 @@ uring::net::basic_recv_awaitable<false> next_chunk(tcp_stream& s, uring::net::bu
       auto st = parser.next();
       if (st == resp::parse_status::need_more) break;
       if (st == resp::parse_status::error) {
+        if (parser.error().find(too_large) != std::string_view::npos) {
+          // As Redis past its query buffer limit: closed without a reply.
+          note(event::overflow, "a command passed --client-query-buffer-limit; connection closed");
+          co_return false;
+        }
         out.text() += parser.error();
         open = false;
         break;
