@@ -72,8 +72,8 @@ def measure(label, n, proc, port):
     finally:
         proc.kill()
         proc.wait()
-    print("%s: %d idle connections: RSS %d KiB -> %d KiB: %.0f bytes per connection" % (label, n, before, after, per),
-          flush=True)
+    print("%s: %d idle connections: RSS %d KiB -> %d KiB: %.0f bytes per connection"
+          % (label, n, before, after, per), flush=True)
     return per
 
 

@@ -38,6 +38,7 @@ def config_sequences(ports):
         ["CONFIG", "GET", "proto-max-bulk-len"], ["CONFIG", "GET", "client-query-buffer-limit"],
         ["CONFIG", "SET", "proto-max-bulk-len", "512mb", "client-query-buffer-limit", "1gb"],
         ["CONFIG", "GET", "proto-max-bulk-len"], ["CONFIG", "GET", "client-query-buffer-limit"],
+        ["CONFIG", "RESETSTAT"], ["CONFIG", "RESETSTAT", "x"], ["config", "resetstat"],
     ], *ports)
 
 

@@ -116,6 +116,8 @@ uring::task<void> cmd_flushdb(context& c);
 uring::task<void> cmd_swapdb(context& c);
 // INFO, visiting every executor once (info.cpp).
 uring::task<void> cmd_info(context& c);
+// CONFIG GET, SET and RESETSTAT (config.cpp; RESETSTAT visits every executor).
+uring::task<void> cmd_config(context& c);
 // Transactions (transaction.cpp). While MULTI is on, execute queues the other commands with
 // queue_command, and refuses those of a wrong name or arity (then EXEC aborts); EXEC of a wrong arity
 // ends the transaction through exec_abort. unwatch_all: a closing connection's watches go.
@@ -135,7 +137,6 @@ void cmd_echo(context& c);
 void cmd_quit(context& c);
 void cmd_select(context& c);
 void cmd_command(context& c);
-void cmd_config(context& c);
 void cmd_time(context& c);
 // Connection commands (auth.cpp, clients.cpp): AUTH and HELLO, and CLIENT with its subcommands.
 void cmd_auth(context& c);

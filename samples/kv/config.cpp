@@ -87,6 +87,21 @@ void config_set(context& c) {
   resp::append_simple_string(text(c), "OK");
 }
 
+// CONFIG RESETSTAT: INFO's counters start again from zero, on every executor (each on its own thread).
+uring::task<void> config_resetstat(context& c) {
+  if (c.args.size() != 2) co_return subcommand_arity(c);
+  for (std::size_t i = 0; i < c.srv.count(); ++i) {
+    co_await on_shard(c.srv, c.me, i, [&srv = c.srv, i] {
+      shard& s = *srv.shards[i];
+      for (keyspace& ks : s.db) ks.expired_keys = ks.hits = ks.misses = 0;
+      s.keyed_commands = s.forwarded_commands = 0;
+      client_registry& r = *srv.clients[i];
+      r.connections_received = r.commands_processed = 0;
+    });
+  }
+  resp::append_simple_string(text(c), "OK");
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept {
@@ -114,15 +129,15 @@ std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept {
   return n * scale;
 }
 
-void cmd_config(context& c) {
-  if (c.ses.exec_count < 0 && c.args.size() > 1) {
-    if (iequals(c.args[1], "GET")) c.ses.info.sub = "GET";
-    if (iequals(c.args[1], "SET")) c.ses.info.sub = "SET";
+uring::task<void> cmd_config(context& c) {
+  for (std::string_view sub : {"GET", "SET", "RESETSTAT"}) {
+    if (c.ses.exec_count < 0 && iequals(c.args[1], sub)) c.ses.info.sub = sub;
   }
-  if (iequals(c.args[1], "GET")) return config_get(c);
-  if (iequals(c.args[1], "SET")) return config_set(c);
-  if (iequals(c.args[1], "RESETSTAT") || iequals(c.args[1], "REWRITE")) {
-    return resp::append_error(text(c), "ERR CONFIG " + lower(c.args[1]) + " is not supported by uring-kv");
+  if (iequals(c.args[1], "GET")) co_return config_get(c);
+  if (iequals(c.args[1], "SET")) co_return config_set(c);
+  if (iequals(c.args[1], "RESETSTAT")) co_return co_await config_resetstat(c);
+  if (iequals(c.args[1], "REWRITE")) {
+    co_return resp::append_error(text(c), "ERR CONFIG rewrite is not supported by uring-kv");
   }
   resp::append_error(
       text(c), "ERR unknown subcommand '" + std::string(c.args[1].substr(0, 128)) + "'. Try CONFIG HELP.");
