@@ -120,7 +120,7 @@ std::string read_password(const std::string& path) {
       "Input limits: arguments bounded only by --client-query-buffer-limit, inline lines 64 KiB; an HTTP\n"
       "request (POST, Host:, a request line) closes the connection. Connections closed by a limit are\n"
       "reported on stderr, each kind at most once every 10 s.\n"
-      "Receives: chunks leased from a pool of 256 x 16 KiB buffers per thread, at most 16 per client; an\n"
+      "Receives: chunks leased from a pool of 256 x 16 KiB buffers per thread, at most 1 per client; an\n"
       "idle client holds no buffer (its parser and reply exist only while it has input being answered).\n"
       "Commands, with Redis 7.0's replies: strings GET SET (NX XX GET EX PX EXAT PXAT KEEPTTL) GETEX GETDEL\n"
       "GETSET SETNX SETEX PSETEX MGET MSET MSETNX STRLEN APPEND SETRANGE GETRANGE INCR DECR INCRBY DECRBY\n"
@@ -248,7 +248,9 @@ void fit_to_fd_limit(config& c) {
 task<void> accept_loop(const tcp_listener* listener, kv::server* srv, std::size_t me,
                        const kv::connection_limits* limits) {
   // Freed with this frame, after every operation has ended (executor_group's stop), before the executor.
-  uring::net::buffer_pool pool({.count = kv::receive_buffers, .size = kv::receive_buffer_size});
+  uring::net::buffer_pool pool({.count = kv::receive_buffers,
+                                .size = kv::receive_buffer_size,
+                                .max_per_stream = kv::receive_buffers_per_connection});
   srv->pools[me] = &pool;
   auto connections = listener->accept_all();
   samples::accept_backoff backoff;
