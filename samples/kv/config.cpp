@@ -1,4 +1,4 @@
-// samples/kv/config.cpp — CONFIG GET and CONFIG SET of uring-kv's parameters, with Redis 7.0's replies.
+// samples/kv/config.cpp — CONFIG GET, SET and RESETSTAT of uring-kv's parameters, with Redis 7.0's replies.
 #include <uring/resp/parser.hpp>
 
 #include <climits>
@@ -12,8 +12,9 @@ namespace {
 
 namespace resp = uring::resp;
 
-// The parameters CONFIG GET knows, in the order Redis lists them. save and appendonly are fixed (nothing
-// persists): redis-benchmark reads them at start. The input limits are settable.
+// The parameters CONFIG GET knows, listed in this order (Redis lists several in its hash table's order,
+// which varies by process). save and appendonly are fixed (nothing persists): redis-benchmark reads them at
+// start. The input limits are settable.
 struct parameter {
   std::string_view name;
   std::atomic<std::uint64_t> server::*setting;  // null: fixed
