@@ -6,8 +6,9 @@ AUTH and HELLO (errors, NOAUTH before AUTH, RESP3 after HELLO 3) compared byte f
 redis-py's password= against both, their outputs compared; CLIENT INFO and CLIENT LIST parsed on both (the
 same field names in the same order, the values that do not vary by nature checked); CLIENT KILL ID of
 clients spread over every thread; INFO's format, its keyspace lines for the same data set, and its counters
-(hits, misses, connections, commands, expired keys, used_memory); uring-kv's own bounds (the 10th failed
-AUTH closes the connection, client names of 1024 bytes at most) and --requirepass-file. Servers are started
+(hits, misses, connections, commands, expired keys, used_memory; CONFIG RESETSTAT zeroing them); uring-kv's
+own bounds (the 10th failed AUTH closes the connection, client names of 1024 bytes at most) and
+--requirepass-file. Servers are started
 and killed as in kv_compat_test.py (which this imports); every wait is a poll with a deadline.
 """
 import os
@@ -250,6 +251,15 @@ def info(ports):
         call(c, "GET", "k1")
         b = int(info_of(c, "stats")[1]["total_commands_processed"])
         check(b - a == 3, "total_commands_processed delta %d" % (b - a))
+    # CONFIG RESETSTAT: the counters start again from zero on both (the INFO that reads them counted).
+    stats = []
+    for c in conns:
+        check(call(c, "CONFIG", "RESETSTAT")[0] == b"+OK\r\n", "CONFIG RESETSTAT")
+        s = info_of(c, "stats")[1]
+        stats.append({k: s[k] for k in ("total_connections_received", "total_commands_processed", "expired_keys",
+                                        "keyspace_hits", "keyspace_misses")})
+    check(stats[0] == stats[1] and stats[0]["total_commands_processed"] == "1",
+          "INFO stats after CONFIG RESETSTAT: redis %r, uring-kv %r" % tuple(stats))
     kv = conns[1]
     used = int(info_of(kv, "memory")[1]["used_memory"])
     for i in range(8):

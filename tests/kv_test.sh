@@ -80,7 +80,7 @@ expect 0 exists brief
 expect OK select 0
 expect OK select 1
 expect "ERR DB index is out of range" select 16
-expect $'appendonly\nno\nsave' config get '*'
+expect $'appendonly\nno\nsave\n\nclient-query-buffer-limit\n1073741824\nproto-max-bulk-len\n536870912' config get '*'
 expect "ERR wrong number of arguments for 'get' command" get
 expect "ERR wrong number of arguments for 'mset' command" mset a 1 b
 expect "ERR unknown command 'nope', with args beginning with: 'x' " nope x
@@ -150,8 +150,8 @@ malformed() {  # malformed <request> <expected error line>
   exec 3>&-
 }
 malformed $'*1\r\n$abc\r\n' "-ERR Protocol error: invalid bulk length"
-malformed $'*2\r\n$3\r\nGET\r\n$99999999\r\n' "-ERR Protocol error: invalid bulk length"
-malformed $'*99999\r\n' "-ERR Protocol error: invalid multibulk length"
+malformed $'*2\r\n$3\r\nGET\r\n$536870913\r\n' "-ERR Protocol error: invalid bulk length"
+malformed $'*2147483648\r\n' "-ERR Protocol error: invalid multibulk length"
 malformed $'*1\r\n+PING\r\n' "-ERR Protocol error: expected '\$', got '+'"
 malformed $'*1\r\n$4\r\nPINGxx' "-ERR Protocol error: expected CRLF after bulk string"
 expect PONG ping  # and the server lives on

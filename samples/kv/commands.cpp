@@ -48,7 +48,7 @@ constexpr spec commands[] = {
     {"INFO", -1, nullptr, cmd_info},
     {"PING", -1, nullptr, nullptr, cmd_ping},   {"ECHO", 2, nullptr, nullptr, cmd_echo},
     {"QUIT", -1, nullptr, nullptr, cmd_quit},   {"SELECT", 2, nullptr, nullptr, cmd_select},
-    {"COMMAND", -1, nullptr, nullptr, cmd_command}, {"CONFIG", -2, nullptr, nullptr, cmd_config},
+    {"COMMAND", -1, nullptr, nullptr, cmd_command}, {"CONFIG", -2, nullptr, cmd_config},
     {"CLIENT", -2, nullptr, cmd_client}, {"TIME", 1, nullptr, nullptr, cmd_time},
     {"AUTH", -2, nullptr, nullptr, cmd_auth}, {"HELLO", -1, nullptr, nullptr, cmd_hello},
     {"MULTI", 1, nullptr, cmd_multi},    {"EXEC", 1, nullptr, cmd_exec},    {"DISCARD", 1, nullptr, cmd_discard},

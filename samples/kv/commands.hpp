@@ -7,9 +7,11 @@
 // `me` and visits the others with submit_to (commands naming other shards' keys).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,11 +33,18 @@ struct server {
   uring::executor_group* group = nullptr;
   std::vector<std::unique_ptr<shard>> shards;
   std::vector<std::unique_ptr<client_registry>> clients;  // one per executor, as the shards
+  // Each executor's receive buffers (made by its accept loop, on its thread), lent to its connections one
+  // chunk at a time.
+  std::vector<uring::net::buffer_pool*> pools;
   std::string backend;
   int port = 0;
   int max_connections = 0;
   std::int64_t started_ms = clock_ms();
   std::string password;  // --requirepass: empty when none is required
+  // Input limits, as Redis's (settable with CONFIG SET; a connection reads them at each burst of input): the
+  // longest bulk string, and the most bytes one command may take (its arguments are not counted otherwise).
+  std::atomic<std::uint64_t> proto_max_bulk_len{512ULL * 1024 * 1024};
+  std::atomic<std::uint64_t> query_buffer_limit{1024ULL * 1024 * 1024};
 
   [[nodiscard]] std::size_t count() const noexcept { return shards.size(); }
 };
@@ -107,6 +116,8 @@ uring::task<void> cmd_flushdb(context& c);
 uring::task<void> cmd_swapdb(context& c);
 // INFO, visiting every executor once (info.cpp).
 uring::task<void> cmd_info(context& c);
+// CONFIG GET, SET and RESETSTAT (config.cpp; RESETSTAT visits every executor).
+uring::task<void> cmd_config(context& c);
 // Transactions (transaction.cpp). While MULTI is on, execute queues the other commands with
 // queue_command, and refuses those of a wrong name or arity (then EXEC aborts); EXEC of a wrong arity
 // ends the transaction through exec_abort. unwatch_all: a closing connection's watches go.
@@ -126,7 +137,6 @@ void cmd_echo(context& c);
 void cmd_quit(context& c);
 void cmd_select(context& c);
 void cmd_command(context& c);
-void cmd_config(context& c);
 void cmd_time(context& c);
 // Connection commands (auth.cpp, clients.cpp): AUTH and HELLO, and CLIENT with its subcommands.
 void cmd_auth(context& c);
@@ -135,6 +145,12 @@ uring::task<void> cmd_client(context& c);
 // Whether the session may run `command` (upper case): with --requirepass, only AUTH, HELLO and QUIT run
 // before AUTH succeeds.
 bool allowed_before_auth(const server& srv, const session& ses, std::string_view command) noexcept;
+
+// The least either input limit may be set to (Redis's bound).
+inline constexpr std::uint64_t min_input_limit = 1024 * 1024;
+// A memory value as Redis reads one: digits and an optional unit (b, k, kb, m, mb, g, gb; any case; k is
+// 1000, kb 1024). Null if it is not one; UINT64_MAX if it overflows.
+std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept;
 
 // The number of commands uring-kv knows (COMMAND COUNT).
 std::size_t command_count() noexcept;

@@ -9,9 +9,11 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <uring/resp/parser.hpp>
 #include <uring/uring.hpp>
@@ -23,6 +25,7 @@ namespace {
 using std::chrono::milliseconds;
 using uring::task;
 using uring::net::tcp_stream;
+using steady = std::chrono::steady_clock;
 namespace resp = uring::resp;
 
 constexpr std::int64_t note_interval_ms = 10'000;
@@ -59,9 +62,9 @@ bool looks_like_http(args_t args) noexcept {
 // Reads and drops what the client still sends until it closes: at most `budget` bytes within `time`.
 task<void> discard_input(tcp_stream& s, std::size_t budget, milliseconds time) {
   std::array<char, 4096> sink;
-  auto until = std::chrono::steady_clock::now() + time;
+  auto until = steady::now() + time;
   while (budget > 0) {
-    auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<milliseconds>(until - steady::now());
     if (left.count() <= 0) co_return;
     std::int32_t got = (co_await uring::with_timeout(s.read_some(sink).nothrow(), left)).res;
     if (got <= 0) co_return;
@@ -70,78 +73,113 @@ task<void> discard_input(tcp_stream& s, std::size_t budget, milliseconds time) {
 }
 
 // Redis's answer above maxclients: the error, then a close that lets the client read it (a close with its
-// request unread would reset the connection and could destroy the error).
-task<void> refuse(tcp_stream& s) {
+// request unread would reset the connection and could destroy the error). Not inlined, so that its frame
+// (a 4 KiB sink) is not elided into serve_connection's, which every idle connection keeps.
+[[gnu::noinline]] task<void> refuse(tcp_stream& s) {
   constexpr std::string_view error = "-ERR max number of clients reached\r\n";
   co_await uring::with_timeout(s.write_all(std::span(error.data(), error.size())), milliseconds(1000));
   co_await s.shutdown().nothrow();
   co_await discard_input(s, 64 * 1024, milliseconds(1000));
 }
 
-// Reads, parses and answers commands until the connection is to close (serve_connection's loop).
-task<void> serve_commands(tcp_stream& s, server* srv, std::size_t me, const connection_limits* limits,
-                          session& ses) {
+// The next chunk of input, awaited by the caller (no frame of its own): until `deadline` when an idle
+// limit is set, failing with -ETIMEDOUT then.
+uring::net::basic_recv_awaitable<false> next_chunk(tcp_stream& s, uring::net::buffer_pool& pool,
+                                                   milliseconds idle, steady::time_point deadline) {
+  auto read = s.recv(pool).nothrow();
+  if (idle.count() != 0) {
+    read.set_timeout(std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::max(deadline - steady::now(), steady::duration::zero())));
+  }
+  return read;
+}
+
+// The parser's refusal of a command longer than limits::max_command.
+constexpr std::string_view too_large = "command too large";
+
+// Parses and answers one burst of input, from the chunk `first` until no byte of a command waits and every
+// reply is written. Returns false when the connection is to close. The parser, the reply and the inline
+// words live only that long, in a frame of their own (not inlined, so not elided into the connection's):
+// an idle connection keeps none of them.
+[[gnu::noinline]] task<bool> serve_burst(tcp_stream& s, server* srv, std::size_t me,
+                                         const connection_limits* limits, session& ses,
+                                         steady::time_point& deadline, uring::net::leased_buffer first) {
   resp::limits lim;
-  lim.max_bulk = 1024 * 1024;
-  lim.max_args = 1025;  // MSET with 512 pairs
-  lim.max_command = 4 * 1024 * 1024;
+  lim.max_bulk = srv->proto_max_bulk_len.load(std::memory_order_relaxed);
+  lim.max_args = INT_MAX;  // as Redis: the count is bounded by the bytes a command may take
+  lim.max_command = srv->query_buffer_limit.load(std::memory_order_relaxed);
   resp::command_parser parser(lim);
+  parser.feed(first.view());
+  first.reset();  // back to the pool at once: the parser keeps its own copy
   reply out(s, limits->output);
+  out.set_resp3(ses.proto == 3);
   std::vector<std::string> words;  // an inline command's arguments, unquoted
   std::vector<std::string_view> word_views;
-  milliseconds idle = limits->idle;
-  auto deadline = std::chrono::steady_clock::now() + idle;
+  const milliseconds idle = limits->idle;
+  bool open = true;
+  for (;;) {
+    for (;;) {
+      auto st = parser.next();
+      if (st == resp::parse_status::need_more) break;
+      if (st == resp::parse_status::error) {
+        if (parser.error().find(too_large) != std::string_view::npos) {
+          // As Redis past its query buffer limit: closed without a reply.
+          note(event::overflow, "a command passed --client-query-buffer-limit; connection closed");
+          co_return false;
+        }
+        out.text() += parser.error();
+        open = false;
+        break;
+      }
+      args_t args = parser.args();
+      if (auto line = inline_line(args)) {
+        auto split = split_inline(*line);
+        if (!split) {
+          out.text() += "-ERR Protocol error: unbalanced quotes in request\r\n";
+          open = false;
+          break;
+        }
+        words = std::move(*split);
+        word_views.assign(words.begin(), words.end());
+        if (word_views.empty()) continue;
+        args = word_views;
+      }
+      if (looks_like_http(args)) {
+        note(event::http,
+             "possible cross-protocol attack: an HTTP request (POST, Host: or a request line) "
+             "sent as commands; connection closed");
+        co_return false;  // the replies not yet written go too, as in Redis
+      }
+      if (!co_await execute(*srv, me, ses, args, out) || ses.info.killed) {
+        open = false;
+        break;
+      }
+      if (idle.count() != 0) deadline = steady::now() + idle;
+      co_await out.flush_if_full();
+    }
+    if (!out.empty()) co_await out.flush();
+    // The client has taken every reply before more of its input is read.
+    if (!open) co_return false;
+    if (parser.buffered() == 0) co_return true;
+    uring::net::recv_result got = co_await next_chunk(s, *srv->pools[me], idle, deadline);
+    parser.feed(got.buffer.view());
+    got.buffer.reset();
+    if (got.res <= 0 || ses.info.killed) co_return false;
+  }
+}
+
+// Reads, parses and answers commands until the connection is to close (serve_connection's loop). Between
+// bursts of input the connection holds no buffer: it waits with a receive leased from its executor's pool.
+task<void> serve_commands(tcp_stream& s, server* srv, std::size_t me, const connection_limits* limits,
+                          session& ses) {
+  auto deadline = steady::now() + limits->idle;
   try {
     s.set_nodelay(true);
-    bool open = true;
-    while (open) {
-      // Nothing is pending here: the client has taken every reply before more of its input is read.
-      auto room = parser.prepare(16384);
-      std::int32_t got = -ETIMEDOUT;
-      if (idle.count() == 0) {
-        got = (co_await s.read_some(room).nothrow()).res;
-      } else if (auto left =
-                     std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-                 left.count() > 0) {
-        got = (co_await uring::with_timeout(s.read_some(room).nothrow(), left)).res;
-      }
-      parser.commit(got > 0 ? static_cast<std::size_t>(got) : 0);
-      if (got <= 0 || ses.info.killed) break;  // end of stream, reset, idle past --idle-timeout, CLIENT KILL
-      for (;;) {
-        auto st = parser.next();
-        if (st == resp::parse_status::need_more) break;
-        if (st == resp::parse_status::error) {
-          out.text() += parser.error();
-          open = false;
-          break;
-        }
-        args_t args = parser.args();
-        if (auto line = inline_line(args)) {
-          auto split = split_inline(*line);
-          if (!split) {
-            out.text() += "-ERR Protocol error: unbalanced quotes in request\r\n";
-            open = false;
-            break;
-          }
-          words = std::move(*split);
-          word_views.assign(words.begin(), words.end());
-          if (word_views.empty()) continue;
-          args = word_views;
-        }
-        if (looks_like_http(args)) {
-          note(event::http,
-               "possible cross-protocol attack: an HTTP request (POST, Host: or a request line) "
-               "sent as commands; connection closed");
-          co_return;  // the replies not yet written go too, as in Redis
-        }
-        if (!co_await execute(*srv, me, ses, args, out) || ses.info.killed) {
-          open = false;
-          break;
-        }
-        if (idle.count() != 0) deadline = std::chrono::steady_clock::now() + idle;
-        co_await out.flush_if_full();
-      }
-      if (!out.empty()) co_await out.flush();
+    for (;;) {
+      uring::net::recv_result got = co_await next_chunk(s, *srv->pools[me], limits->idle, deadline);
+      // End of stream, reset, idle past --idle-timeout, CLIENT KILL.
+      if (got.res <= 0 || ses.info.killed) break;
+      if (!co_await serve_burst(s, srv, me, limits, ses, deadline, std::move(got.buffer))) break;
     }
   } catch (const output_overflow& e) {
     note(event::overflow, std::string(e.what()) + "; connection closed");

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include <uring/net/tcp_stream.hpp>
@@ -16,6 +17,14 @@
 #include "reply.hpp"
 
 namespace kv {
+
+// Each executor's receive buffers: connections lease them one received chunk at a time, so an idle one
+// holds none. A connection copies each chunk into its parser and returns it at once, so it holds at most
+// one (received ahead while it answers): a client that sends without reading its replies keeps one buffer
+// out of the pool, not a share of it, and it takes receive_buffers such clients to make the others wait.
+inline constexpr std::uint32_t receive_buffers = 256;
+inline constexpr std::uint32_t receive_buffer_size = 16 * 1024;
+inline constexpr std::uint32_t receive_buffers_per_connection = 1;
 
 struct connection_limits {
   output_limits output;

@@ -12,17 +12,6 @@ namespace {
 
 namespace resp = uring::resp;
 
-void unknown_subcommand(context& c, std::string_view command) {
-  std::string_view sub = c.args[1];
-  resp::append_error(text(c), "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try " +
-                                  std::string(command) + " HELP.");
-}
-
-void subcommand_arity(context& c) {
-  resp::append_error(text(c), "ERR wrong number of arguments for '" + lower(c.args[0]) + "|" +
-                                  lower(c.args[1]) + "' command");
-}
-
 }  // namespace
 
 void cmd_ping(context& c) {
@@ -54,31 +43,6 @@ void cmd_command(context& c) {
     return resp::append_integer(text(c), static_cast<std::int64_t>(command_count()));
   }
   resp::append_array_header(text(c), 0);
-}
-
-// CONFIG GET: redis-benchmark reads "save" and "appendonly" at start: answered as a server that persists
-// nothing (in Redis's order for the two). Nothing else is configurable.
-void cmd_config(context& c) {
-  if (!iequals(c.args[1], "GET")) {
-    if (iequals(c.args[1], "SET") || iequals(c.args[1], "RESETSTAT") || iequals(c.args[1], "REWRITE")) {
-      return resp::append_error(text(c), "ERR CONFIG " + lower(c.args[1]) + " is not supported by uring-kv");
-    }
-    return unknown_subcommand(c, "CONFIG");
-  }
-  if (c.args.size() < 3) return subcommand_arity(c);
-  if (c.ses.exec_count < 0) c.ses.info.sub = "GET";
-  std::vector<std::string_view> pairs;
-  for (std::string_view name : {"appendonly", "save"}) {
-    for (std::size_t i = 2; i < c.args.size(); ++i) {
-      if (iequals(c.args[i], name == "save" ? "SAVE" : "APPENDONLY") || c.args[i] == "*") {
-        pairs.push_back(name);
-        pairs.push_back(name == "save" ? "" : "no");
-        break;
-      }
-    }
-  }
-  c.out.map_header(pairs.size() / 2);
-  for (std::string_view s : pairs) resp::append_bulk_string(text(c), s);
 }
 
 // TIME: Unix seconds and microseconds, as bulk strings.

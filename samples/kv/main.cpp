@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -59,7 +60,9 @@ struct config {
   uring::backend_kind backend = uring::backend_kind::automatic;
   kv::connection_limits limits;
   bool max_connections_given = false;
-  std::string password;  // --requirepass / --requirepass-file
+  std::string password;                             // --requirepass / --requirepass-file
+  std::uint64_t max_bulk = 512ULL * 1024 * 1024;    // --proto-max-bulk-len
+  std::uint64_t max_query = 1024ULL * 1024 * 1024;  // --client-query-buffer-limit
 };
 
 // The first line of `path` (its '\n' and a '\r' before it dropped): a password kept out of the command line,
@@ -84,6 +87,7 @@ std::string read_password(const std::string& path) {
       "usage: uring-kv [--address IP] [--port N] [--threads N] [--backend auto|native|emulated]\n"
       "                [--max-connections N] [--idle-timeout SECONDS] [--output-timeout SECONDS]\n"
       "                [--max-output-buffer BYTES] [--requirepass PASSWORD | --requirepass-file FILE]\n"
+      "                [--proto-max-bulk-len BYTES] [--client-query-buffer-limit BYTES]\n"
       "  --address            IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
       "  --port               TCP port (default 6379; 0 picks a free one, printed at start)\n"
       "  --threads            executors, each owning a shard of the keyspace and its own SO_REUSEPORT\n"
@@ -106,9 +110,18 @@ std::string read_password(const std::string& path) {
       "                       time that does not depend on the content (the length may show)\n"
       "  --requirepass-file   the password from the first line of FILE (at most 4096 bytes read), kept\n"
       "                       out of the command line that other users can read in /proc\n"
-      "Input limits: bulk strings 1 MiB, 1025 arguments, commands 4 MiB, inline lines 64 KiB; an HTTP\n"
+      "  --proto-max-bulk-len         the longest bulk string a client may send, as Redis's (default\n"
+      "                               512mb; a memory value of at least 1mb: 1048576, 2mb, 1gb; CONFIG SET\n"
+      "                               proto-max-bulk-len); longer: '-ERR Protocol error: invalid bulk\n"
+      "                               length' and a close\n"
+      "  --client-query-buffer-limit  the most bytes one command may take, as Redis's (default 1gb, at\n"
+      "                               least 1mb; CONFIG SET client-query-buffer-limit); past it the\n"
+      "                               connection is closed without a reply, as Redis does\n"
+      "Input limits: arguments bounded only by --client-query-buffer-limit, inline lines 64 KiB; an HTTP\n"
       "request (POST, Host:, a request line) closes the connection. Connections closed by a limit are\n"
       "reported on stderr, each kind at most once every 10 s.\n"
+      "Receives: chunks leased from a pool of 256 x 16 KiB buffers per thread, at most 1 per client; an\n"
+      "idle client holds no buffer (its parser and reply exist only while it has input being answered).\n"
       "Commands, with Redis 7.0's replies: strings GET SET (NX XX GET EX PX EXAT PXAT KEEPTTL) GETEX GETDEL\n"
       "GETSET SETNX SETEX PSETEX MGET MSET MSETNX STRLEN APPEND SETRANGE GETRANGE INCR DECR INCRBY DECRBY\n"
       "INCRBYFLOAT SUBSTR; keys DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY MOVE KEYS SCAN RANDOMKEY\n"
@@ -117,8 +130,9 @@ std::string read_password(const std::string& path) {
       "connection PING ECHO SELECT (databases 0-15) QUIT AUTH HELLO (RESP2 and RESP3) TIME, CLIENT ID\n"
       "SETNAME GETNAME INFO LIST KILL NO-EVICT (names of at most 1024 bytes; CLIENT LIST renders at most\n"
       "10000 clients, those of the lowest ids; KILL reaches every thread's clients), COMMAND, CONFIG GET\n"
-      "save/appendonly, INFO server clients memory stats keyspace (and shards; used_memory is what the\n"
-      "allocator holds, avg_ttl the exact mean); transactions MULTI EXEC DISCARD WATCH UNWATCH.\n"
+      "SET RESETSTAT (save and appendonly fixed; proto-max-bulk-len, client-query-buffer-limit),\n"
+      "INFO server clients memory stats keyspace (and shards; used_memory is what the allocator holds,\n"
+      "avg_ttl the exact mean); transactions MULTI EXEC DISCARD WATCH UNWATCH.\n"
       "Strings only (no lists, hashes, sets). Values made by APPEND and SETRANGE\n"
       "stop at 64 MiB ('string exceeds maximum allowed size'). Inline commands take quotes as Redis\n"
       "does; unbalanced quotes are a protocol error and a close.\n"
@@ -189,6 +203,15 @@ config parse(int argc, char** argv) {
       c.limits.output.stall = seconds(0.001);
     } else if (a == "--max-output-buffer") {
       c.limits.output.hard = static_cast<std::size_t>(number(1024, 1L << 40));
+    } else if (a == "--proto-max-bulk-len" || a == "--client-query-buffer-limit") {
+      std::string v = value();
+      auto bytes = kv::parse_memory(v);
+      if (!bytes || *bytes < kv::min_input_limit || *bytes > static_cast<std::uint64_t>(LLONG_MAX)) {
+        std::fprintf(stderr, "uring-kv: %s: '%s' is not a memory value of at least 1mb\n", a.c_str(),
+                     v.c_str());
+        usage(2);
+      }
+      (a == "--proto-max-bulk-len" ? c.max_bulk : c.max_query) = *bytes;
     } else if (a == "--requirepass") {
       c.password = value();
     } else if (a == "--requirepass-file") {
@@ -224,6 +247,11 @@ void fit_to_fd_limit(config& c) {
 
 task<void> accept_loop(const tcp_listener* listener, kv::server* srv, std::size_t me,
                        const kv::connection_limits* limits) {
+  // Freed with this frame, after every operation has ended (executor_group's stop), before the executor.
+  uring::net::buffer_pool pool({.count = kv::receive_buffers,
+                                .size = kv::receive_buffer_size,
+                                .max_per_stream = kv::receive_buffers_per_connection});
+  srv->pools[me] = &pool;
   auto connections = listener->accept_all();
   samples::accept_backoff backoff;
   for (;;) {
@@ -275,11 +303,14 @@ int main(int argc, char** argv) {
   kv::server srv;
   srv.port = where.port();
   srv.password = c.password;
+  srv.proto_max_bulk_len = c.max_bulk;
+  srv.query_buffer_limit = c.max_query;
   srv.max_connections = c.limits.max_connections;
   for (int i = 0; i < c.threads; ++i) {
     srv.shards.push_back(std::make_unique<kv::shard>());
     srv.clients.push_back(std::make_unique<kv::client_registry>());
   }
+  srv.pools.resize(srv.shards.size());
   int status = 0;
   try {
     uring::executor_options opts;

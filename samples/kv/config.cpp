@@ -1,0 +1,147 @@
+// samples/kv/config.cpp — CONFIG GET, SET and RESETSTAT of uring-kv's parameters, with Redis 7.0's replies.
+#include <uring/resp/parser.hpp>
+
+#include <climits>
+#include <optional>
+
+#include "commands.hpp"
+
+namespace kv {
+
+namespace {
+
+namespace resp = uring::resp;
+
+// The parameters CONFIG GET knows, listed in this order (Redis lists several in its hash table's order,
+// which varies by process). save and appendonly are fixed (nothing persists): redis-benchmark reads them at
+// start. The input limits are settable.
+struct parameter {
+  std::string_view name;
+  std::atomic<std::uint64_t> server::*setting;  // null: fixed
+  std::string_view fixed;
+};
+constexpr parameter parameters[] = {
+    {"appendonly", nullptr, "no"},
+    {"save", nullptr, ""},
+    {"client-query-buffer-limit", &server::query_buffer_limit, {}},
+    {"proto-max-bulk-len", &server::proto_max_bulk_len, {}},
+};
+
+const parameter* find_parameter(std::string_view name) noexcept {
+  for (const parameter& p : parameters) {
+    if (p.name.size() == name.size() && lower(name) == p.name) return &p;
+  }
+  return nullptr;
+}
+
+void subcommand_arity(context& c) {
+  resp::append_error(text(c), "ERR wrong number of arguments for 'config|" + lower(c.args[1]) + "' command");
+}
+
+void config_get(context& c) {
+  if (c.args.size() < 3) return subcommand_arity(c);
+  std::vector<std::pair<std::string_view, std::string>> pairs;
+  for (const parameter& p : parameters) {
+    for (std::size_t i = 2; i < c.args.size(); ++i) {
+      // A name is answered as it was asked (its case kept), as Redis does.
+      if (c.args[i] == "*" || find_parameter(c.args[i]) == &p) {
+        pairs.emplace_back(
+            c.args[i] == "*" ? p.name : c.args[i],
+            p.setting == nullptr ? std::string(p.fixed) : std::to_string((c.srv.*p.setting).load()));
+        break;
+      }
+    }
+  }
+  c.out.map_header(pairs.size());
+  for (const auto& [name, value] : pairs) {
+    resp::append_bulk_string(text(c), name);
+    resp::append_bulk_string(text(c), value);
+  }
+}
+
+// All or nothing, as Redis: every name and value is checked before any is set.
+void config_set(context& c) {
+  if (c.args.size() < 4) return subcommand_arity(c);
+  if (c.args.size() % 2 != 0) return resp::append_error(text(c), "ERR syntax error");
+  std::vector<std::pair<const parameter*, std::uint64_t>> changes;
+  for (std::size_t i = 2; i < c.args.size(); i += 2) {
+    const parameter* p = find_parameter(c.args[i]);
+    if (p == nullptr || p->setting == nullptr) {
+      return resp::append_error(text(c), "ERR Unknown option or number of arguments for CONFIG SET - '" +
+                                             std::string(c.args[i]) + "'");
+    }
+    const std::string failed =
+        "ERR CONFIG SET failed (possibly related to argument '" + std::string(p->name) + "') - ";
+    for (const auto& change : changes) {
+      if (change.first == p) return resp::append_error(text(c), failed + "duplicate parameter");
+    }
+    auto bytes = parse_memory(c.args[i + 1]);
+    if (!bytes) return resp::append_error(text(c), failed + "argument must be a memory value");
+    if (*bytes < min_input_limit || *bytes > static_cast<std::uint64_t>(LLONG_MAX)) {
+      return resp::append_error(text(c), failed + "argument must be between " +
+                                             std::to_string(min_input_limit) + " and " +
+                                             std::to_string(LLONG_MAX) + " inclusive");
+    }
+    changes.emplace_back(p, *bytes);
+  }
+  for (const auto& [p, bytes] : changes) (c.srv.*p->setting).store(bytes);
+  resp::append_simple_string(text(c), "OK");
+}
+
+// CONFIG RESETSTAT: INFO's counters start again from zero, on every executor (each on its own thread).
+uring::task<void> config_resetstat(context& c) {
+  if (c.args.size() != 2) co_return subcommand_arity(c);
+  for (std::size_t i = 0; i < c.srv.count(); ++i) {
+    co_await on_shard(c.srv, c.me, i, [&srv = c.srv, i] {
+      shard& s = *srv.shards[i];
+      for (keyspace& ks : s.db) ks.expired_keys = ks.hits = ks.misses = 0;
+      s.keyed_commands = s.forwarded_commands = 0;
+      client_registry& r = *srv.clients[i];
+      r.connections_received = r.commands_processed = 0;
+    });
+  }
+  resp::append_simple_string(text(c), "OK");
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept {
+  std::size_t digits = 0;
+  while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+  const std::string unit = lower(s.substr(digits));
+  std::uint64_t scale = 0;
+  for (auto [name, factor] : {std::pair<std::string_view, std::uint64_t>{"", 1},
+                              {"b", 1},
+                              {"k", 1000},
+                              {"kb", 1024},
+                              {"m", 1000 * 1000},
+                              {"mb", 1024 * 1024},
+                              {"g", 1000 * 1000 * 1000},
+                              {"gb", 1024 * 1024 * 1024}}) {
+    if (unit == name) scale = factor;
+  }
+  if (digits == 0 || scale == 0) return std::nullopt;
+  std::uint64_t n = 0;
+  for (char ch : s.substr(0, digits)) {
+    if (n > (UINT64_MAX - 9) / 10) return UINT64_MAX;  // out of any range, as strtoull's ERANGE
+    n = n * 10 + static_cast<std::uint64_t>(ch - '0');
+  }
+  if (n > UINT64_MAX / scale) return UINT64_MAX;
+  return n * scale;
+}
+
+uring::task<void> cmd_config(context& c) {
+  for (std::string_view sub : {"GET", "SET", "RESETSTAT"}) {
+    if (c.ses.exec_count < 0 && iequals(c.args[1], sub)) c.ses.info.sub = sub;
+  }
+  if (iequals(c.args[1], "GET")) co_return config_get(c);
+  if (iequals(c.args[1], "SET")) co_return config_set(c);
+  if (iequals(c.args[1], "RESETSTAT")) co_return co_await config_resetstat(c);
+  if (iequals(c.args[1], "REWRITE")) {
+    co_return resp::append_error(text(c), "ERR CONFIG rewrite is not supported by uring-kv");
+  }
+  resp::append_error(
+      text(c), "ERR unknown subcommand '" + std::string(c.args[1].substr(0, 128)) + "'. Try CONFIG HELP.");
+}
+
+}  // namespace kv
