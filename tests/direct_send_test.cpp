@@ -92,10 +92,10 @@ TEST_P(DirectSend, TheFileMovesIntoTheTargetsTableAndItsFunctionRunsThere) {
     EXPECT_TRUE(ran_on_target);
     group.stop();
     group.join();
-    // The road taken: the kernel moves the file between two native rings that use MSG_RING; elsewhere
-    // (and through a handle) a plain fd travels.
+    // The road taken: the kernel moves the file between two rings whose plans use MSG_RING (SQPOLL and
+    // the emulation do not); elsewhere (and through a handle) a plain fd travels.
     const uring::executor_stats& sender = group.at(0).stats();
-    const bool by_kernel = !by_handle && !emulated() && !options().disable.contains(uring::feature::msg_ring);
+    const bool by_kernel = !by_handle && group.at(0).plan().msg_ring && group.at(1).plan().msg_ring;
     EXPECT_EQ(sender.started(uring::op_kind::send_direct), by_kernel ? 1u : 0u);
     EXPECT_EQ(sender.started(uring::op_kind::plain_fd), by_kernel ? 0u : 1u);
   }

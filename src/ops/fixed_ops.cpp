@@ -28,7 +28,8 @@ int emulate_rw_fixed(io_request& r, emu_try& t) {
   return emulate_rw(plain, t);
 }
 
-// liburing 2.3 has the zero-copy form only; the plain send takes the same flag in ioprio (6.10+).
+// liburing 2.3 has the zero-copy form only; a plain send takes the same flag in ioprio where the kernel
+// accepts it (the probe's send_fixed_buf: 6.18 still refuses it with EINVAL).
 void prep_send_fixed(io_uring_sqe* sqe, const io_request& r) noexcept {
   io_uring_prep_send(sqe, r.fd, r.addr, r.len, static_cast<int>(r.op_flags));
   sqe->ioprio |= IORING_RECVSEND_FIXED_BUF;
