@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   uring::bench::ratio_reporter reporter(
       std::map<std::string, std::string>{{"nop", "raw_registered"},
+                                         {"nop_threaded", "raw_plain"},
                                          {"timer", "raw_liburing"},
                                          {"cancel", "raw_liburing"},
                                          {"timed_task", "plain"},

@@ -9,11 +9,18 @@
 //   uring_latency     `uring` with executor_options::histograms
 //   raw_sqpoll, uring_sqpoll  liburing and ours on an SQPOLL ring: a kernel thread takes the SQEs, and
 //                   each turn enters only to wait for its completions
+// nop_threaded/*: raw_plain, raw_registered and uring again, in a process with one more thread that only
+// sleeps. A process whose file table is shared (any threaded server) pays an atomic reference count on
+// every fd lookup, the ring fd's included: that is what a registered ring fd saves, so this group shows
+// the mechanism where it matters; a single-threaded process skips the count. nop_threaded/*/threads:2:
+// two threads, each driving its own ring.
 // All rings use the executor's default setup flags, so only the registration and the library differ.
 #include <benchmark/benchmark.h>
 #include <liburing.h>
 
+#include <semaphore>
 #include <stdexcept>
+#include <thread>
 
 #include <uring/uring.hpp>
 
@@ -116,8 +123,53 @@ void BM_uring_sqpoll(benchmark::State& state) {
   executor_nops(state, uring::backend_kind::native, false, false, true);
 }
 
+// A second thread that only waits, for the benchmark's whole run: the process's file table is shared.
+class idle_thread {
+ public:
+  idle_thread() : thread_([this] { release_.acquire(); }) {}
+  ~idle_thread() {
+    release_.release();
+    thread_.join();
+  }
+  idle_thread(const idle_thread&) = delete;
+  idle_thread& operator=(const idle_thread&) = delete;
+
+ private:
+  std::binary_semaphore release_{0};
+  std::thread thread_;
+};
+
+// With two benchmark threads the process is threaded already; with one, an idle thread makes it so.
+template <auto Loop>
+void threaded(benchmark::State& state) {
+  if (state.threads() > 1) return Loop(state);
+  idle_thread idle;
+  Loop(state);
+}
+
 }  // namespace
 
+BENCHMARK(threaded<BM_raw_plain>)
+    ->Name("nop_threaded/raw_plain")
+    ->Arg(1)
+    ->Arg(32)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
+BENCHMARK(threaded<BM_raw_registered>)
+    ->Name("nop_threaded/raw_registered")
+    ->Arg(1)
+    ->Arg(32)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
+BENCHMARK(threaded<BM_uring>)
+    ->Name("nop_threaded/uring")
+    ->Arg(1)
+    ->Arg(32)
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
 BENCHMARK(BM_raw_plain)->Name("nop/raw_plain")->Arg(1)->Arg(32);
 BENCHMARK(BM_raw_registered)->Name("nop/raw_registered")->Arg(1)->Arg(32);
 BENCHMARK(BM_uring)->Name("nop/uring")->Arg(1)->Arg(32);

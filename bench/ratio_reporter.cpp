@@ -26,10 +26,12 @@ void ratio_reporter::ReportRuns(const std::vector<Run>& runs) {
     auto first = name.find('/'), second = name.find('/', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
     auto third = name.find('/', second + 1);
+    std::string arg =
+        name.substr(second + 1, third == std::string::npos ? std::string::npos : third - second - 1);
+    // Thread counts are variants of their own (compared with the baseline at the same count).
+    if (!run.run_name.threads.empty()) arg += "," + run.run_name.threads;
     figures_.push_back(
-        {name.substr(0, first), name.substr(first + 1, second - first - 1),
-         name.substr(second + 1, third == std::string::npos ? std::string::npos : third - second - 1),
-         it->second.value});
+        {name.substr(0, first), name.substr(first + 1, second - first - 1), arg, it->second.value});
   }
 }
 
@@ -39,7 +41,7 @@ void ratio_reporter::Finalize() {
     auto num = [](const std::string& s) { return std::atol(s.c_str()); };
     return std::make_tuple(a.group, num(a.arg), a.variant) < std::make_tuple(b.group, num(b.arg), b.variant);
   });
-  std::printf("\n%-10s %-26s %-6s %14s %8s\n", "group", "variant", "arg", "M items/s", "ratio");
+  std::printf("\n%-12s %-26s %-16s %14s %8s\n", "group", "variant", "arg", "M items/s", "ratio");
   for (const figure& f : figures_) {
     double base = 0;
     auto b = baselines_.find(f.group);
@@ -48,7 +50,7 @@ void ratio_reporter::Finalize() {
         base = g.items_per_second;
       }
     }
-    std::printf("%-10s %-26s %-6s %14.3f", f.group.c_str(), f.variant.c_str(), f.arg.c_str(),
+    std::printf("%-12s %-26s %-16s %14.3f", f.group.c_str(), f.variant.c_str(), f.arg.c_str(),
                 f.items_per_second / 1e6);
     if (base > 0) {
       std::printf(" %7.2fx\n", f.items_per_second / base);
