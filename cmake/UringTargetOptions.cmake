@@ -26,3 +26,17 @@ function(uring_target_options target)
     target_link_options(${target} PRIVATE ${link_flags})
   endif()
 endfunction()
+
+# uring_library_names(<target> <export_name> <file_suffix>): what a library of ours is called outside the
+# build — uring::<export_name> in the CMake package, liburingcxx<file_suffix>.{a,so} on disk — and, when
+# shared, its version: the soname carries major.minor while the major version is 0 (each minor release
+# may change the ABI), the major alone after that.
+function(uring_library_names target export_name file_suffix)
+  if(PROJECT_VERSION_MAJOR EQUAL 0)
+    set(soversion ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  else()
+    set(soversion ${PROJECT_VERSION_MAJOR})
+  endif()
+  set_target_properties(${target} PROPERTIES OUTPUT_NAME uringcxx${file_suffix} EXPORT_NAME ${export_name}
+    VERSION ${PROJECT_VERSION} SOVERSION ${soversion})
+endfunction()

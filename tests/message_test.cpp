@@ -97,10 +97,15 @@ TEST_P(Messages, ToItself) {
 }
 
 // The long runs, again inside a SIGALRM storm (signal_storm.hpp): EINTR anywhere changes no result.
-class MessageSoak : public Messages {};
+// On SQPOLL rings a tenth as long: each wake-up there also waits for a poller thread to be scheduled, so
+// on two busy cores a full run takes minutes and proves nothing more.
+class MessageSoak : public Messages {
+ protected:
+  [[nodiscard]] long soak(long n) const { return uring::test::scaled(options().sqpoll.enabled ? n / 10 : n); }
+};
 
 TEST_P(MessageSoak, SequencedStreamArrivesInOrder) {
-  const long n = uring::test::scaled(10'000'000);  // none lost, duplicated or reordered
+  const long n = soak(10'000'000);  // none lost, duplicated or reordered
   executor_group group(2, options());
   std::promise<long> bad;
   uring::spawn(group.at(1), [](long n, std::promise<long>& out) -> task<void> {
@@ -111,7 +116,7 @@ TEST_P(MessageSoak, SequencedStreamArrivesInOrder) {
 }
 
 TEST_P(MessageSoak, FourExecutorsAllToAll) {
-  const long per_pair = uring::test::scaled(250'000);  // 1M sent by each executor
+  const long per_pair = soak(250'000);  // 1M sent by each executor
   executor_group group(4, options());
   std::vector<std::promise<long>> bad(4);
   for (std::size_t i = 0; i < 4; ++i) {

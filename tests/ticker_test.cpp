@@ -102,6 +102,28 @@ TEST_P(Ticker, NothingIsLeftInFlightOnceItIsGone) {
   }(ex));
 }
 
+// A multishot timeout is off the kernel's timeout list from its expiry until its completion's task work
+// re-arms it: a cancel that lands in between finds nothing, and the timer would tick on for good (a
+// DEFER_TASKRUN ring shows it every time: the enter submits the cancel before it runs the task work).
+// The executor cancels again on each completion that still says "more".
+TEST_P(Ticker, ACancelThatMissesTheTimerBetweenTwoTicksIsSentAgain) {
+  uring::executor ex(options());
+  ex.run([](uring::executor& ex) -> task<void> {
+    {
+      ticker t(1ms);
+      co_await t.next();
+      // Hold the thread past an expiry without entering the kernel: its task work is pending.
+      const auto until = clock_type::now() + 5ms;
+      while (clock_type::now() < until) {
+      }
+    }  // destroyed: cancelled
+    const auto limit = clock_type::now() + 2s;
+    while (!ex.inflight().empty() && clock_type::now() < limit) co_await uring::sleep_for(1ms);
+    EXPECT_TRUE(ex.inflight().empty())
+        << "the ticker's timer is still ticking: " << ex.inflight().size() << " operations in flight";
+  }(ex));
+}
+
 TEST_P(Ticker, OneRequestWithMultishotTimeoutsElseOneTimerPerWait) {
   uring::executor ex(options());
   ex.run([]() -> task<void> {

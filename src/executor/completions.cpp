@@ -133,7 +133,13 @@ void executor::impl::dispatch_special(detail::completion c) {
   if (c.user_data == detail::kOwnRequest) return;  // our own fire-and-forget request
   if (c.user_data & detail::kTagMask) return on_message_cqe(c);
   auto* op = reinterpret_cast<detail::operation*>(c.user_data);
-  if (c.flags & detail::kCqeMore) return complete_multishot(*op, c);  // not final: still in flight
+  if (c.flags & detail::kCqeMore) {  // not final: still in flight
+    // A cancel can miss a multishot operation between two of its completions (a multishot timeout is off
+    // the kernel's list from its expiry until its task work re-arms it): one still delivering after it was
+    // cancelled, by its owner or by the shutdown, is cancelled again.
+    if ((op->cancel_sent || queue.closed) && backend) backend->cancel(*op);
+    return complete_multishot(*op, c);
+  }
   --queue.inflight;
   queue.delist(*op);
   if (queue.closed) {

@@ -1,9 +1,11 @@
 # run_consumer_test.cmake: the install_consumer test, run with `cmake -P` (see tests/CMakeLists.txt).
 #
-# Installs the already-built tree into a scratch prefix, then builds tests/install/consumer against it
-# twice, each build run once:
+# Installs the already-built tree into a scratch prefix (with PACKAGE: makes the Debian package with
+# cpack and unpacks it there, its /usr the prefix), then builds tests/install/consumer against it twice,
+# each build run once:
 #   1. as a CMake project: find_package(uring REQUIRED) + uring::uring, with the parent's C++ compiler;
-#   2. by hand: <c++> -std=c++20 main.cpp $(pkg-config --cflags --libs uring).
+#   2. by hand: <c++> -std=c++20 main.cpp $(pkg-config --cflags --libs uring), and likewise each other
+#      library's program with its own .pc file (uring-http uring-resp, uring-fiber, uring-tls).
 # Every path comes in as an absolute -D definition, so the working directory does not matter. With a
 # sanitized library (URING_SANITIZE) both builds add the same -fsanitize flags, which its code needs.
 #
@@ -56,17 +58,36 @@ function(find_consumer_program name output_var)
   set(${output_var} ${found} PARENT_SCOPE)
 endfunction()
 
-set(prefix ${WORK_DIR}/prefix)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 unset(ENV{DESTDIR})  # the scratch prefix must be exactly where the files land
 
-# 0. Install.
+# 0. Install, or package and unpack.
 set(config_args)
 if(CONFIG)
   set(config_args --config ${CONFIG})
 endif()
-run_step("install" out COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} ${config_args})
+if(PACKAGE)
+  set(cpack_args)
+  if(CONFIG)
+    set(cpack_args -C ${CONFIG})
+  endif()
+  run_step("cpack" out COMMAND ${CPACK_COMMAND} -G DEB --config ${BUILD_DIR}/CPackConfig.cmake
+                                -B ${WORK_DIR}/package ${cpack_args})
+  file(GLOB deb ${WORK_DIR}/package/*.deb)
+  if(NOT deb)
+    message(FATAL_ERROR "install_consumer: cpack made no .deb under ${WORK_DIR}/package:\n${out}")
+  endif()
+  run_step("dpkg-deb --field" out COMMAND dpkg-deb --field ${deb} Package Version Depends)
+  expect_in("the package's control fields" "${out}" "Package: liburingcxx-dev")
+  expect_in("the package's control fields" "${out}" "Version: ${EXPECTED_VERSION}")
+  expect_in("the package's control fields" "${out}" "liburing-dev (>= ")
+  run_step("dpkg-deb --extract" out COMMAND dpkg-deb --extract ${deb} ${WORK_DIR}/root)
+  set(prefix ${WORK_DIR}/root/usr)
+else()
+  set(prefix ${WORK_DIR}/prefix)
+  run_step("install" out COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix} ${config_args})
+endif()
 foreach(file
     include/uring/uring.hpp include/uring/version.hpp include/uring/detail/operation.hpp
     include/uring/http/parser.hpp include/uring/resp/parser.hpp include/uring/protocol/input_buffer.hpp
@@ -157,3 +178,25 @@ endif()
 run_step("run consumer (pkg-config)" out COMMAND ${pc_exe})
 expect_in("run consumer (pkg-config)" "${out}" "consumer: round trip ok")
 message(STATUS "install_consumer: pkg-config consumer passed (${pc_flags_text}):\n${out}")
+
+# pkg_config_consumer(<modules> <source> <exe> <expected output>): builds one program with the flags of
+# those .pc files alone and runs it.
+function(pkg_config_consumer modules source exe expected)
+  run_step("pkg-config --cflags --libs ${modules}" flags_text
+    COMMAND ${PKG_CONFIG_EXECUTABLE} --cflags --libs ${modules})
+  string(STRIP "${flags_text}" flags_text)
+  separate_arguments(flags UNIX_COMMAND "${flags_text}")
+  run_step("build ${exe} (pkg-config ${modules})" out
+    COMMAND ${CXX_COMPILER} -std=c++20 ${sanitize_compile} ${CONSUMER_SOURCE_DIR}/${source}
+            -o ${WORK_DIR}/${exe} ${flags} ${sanitize_link})
+  run_step("run ${exe} (pkg-config ${modules})" out COMMAND ${WORK_DIR}/${exe})
+  expect_in("run ${exe} (pkg-config ${modules})" "${out}" "${expected}")
+endfunction()
+pkg_config_consumer("uring-http;uring-resp" parsers.cpp pkgconfig-parsers "consumer: parsers ok")
+if(EXPECT_FIBER)
+  pkg_config_consumer(uring-fiber fiber_main.cpp pkgconfig-fiber "fiber consumer: ok")
+endif()
+if(EXPECT_TLS)
+  pkg_config_consumer(uring-tls tls_main.cpp pkgconfig-tls "tls consumer: ok")
+endif()
+message(STATUS "install_consumer: every library's .pc file builds its program")
