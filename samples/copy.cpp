@@ -1,4 +1,4 @@
-// uring-copy: the README's first example, kept compiling: copies up to 4 KiB from stdin to stdout.
+// uring-copy: the smallest program (docs/samples/copy.md): copies up to 4 KiB from stdin to stdout.
 #include <array>
 #include <span>
 
