@@ -7,6 +7,10 @@
 //   *_leased  the same, receiving by stream.recv(pool) from one shared buffer_pool (native: a buffer ring
 //             and one recv armed per connection; emulated: poll, then recv into pool buffers); bundled
 //             receives where the plan has them, one buffer per receive with URING_DISABLE=recv_bundle
+//   *_leased_inc  the same from an incremental pool (many chunks per buffer: natively IOU_PBUF_RING_INC,
+//             6.12+), which takes no bundles
+// The leased variants report pool_peak_KiB: the most pool memory that held chunks at once (buffers neither
+// available nor free, times their size), sampled after each receive.
 // The client is the same plain epoll loop for all three, so the ratio compares the servers.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -116,21 +120,31 @@ uring::task<void> echo_connection(uring::net::tcp_stream s) {
   }
 }
 
+enum class receiving { copy, leased, leased_incremental };
+
+// The most buffers of the leased server's pool out at once (written by the server's thread, read once it
+// has stopped).
+std::atomic<std::uint32_t> g_peak_in_use{0};
+
 // The same loop by leased receives from one pool shared by every connection (uring/net/buffer_pool.hpp).
 uring::task<void> echo_leased(uring::net::tcp_stream s, uring::net::buffer_pool* pool) {
   for (;;) {
     uring::net::leased_buffer chunk = co_await s.recv(*pool);
     if (chunk.empty()) co_return;
+    const std::uint32_t in_use = pool->count() - pool->available();
+    if (in_use > g_peak_in_use.load(std::memory_order_relaxed))
+      g_peak_in_use.store(in_use, std::memory_order_relaxed);
     co_await s.write_all(chunk);
   }
 }
 
-uring::task<void> serve(const uring::net::tcp_listener* l, bool leased) {
-  uring::net::buffer_pool pool({.count = 256, .size = 4096});
+uring::task<void> serve(const uring::net::tcp_listener* l, receiving how) {
+  uring::net::buffer_pool pool(
+      {.count = 256, .size = 4096, .incremental = how == receiving::leased_incremental});
   auto connections = l->accept_all();
   for (;;) {
     uring::net::tcp_stream s = co_await connections.next();
-    if (leased) {
+    if (how != receiving::copy) {
       uring::spawn(echo_leased(std::move(s), &pool));
     } else {
       uring::spawn(echo_connection(std::move(s)));
@@ -140,15 +154,15 @@ uring::task<void> serve(const uring::net::tcp_listener* l, bool leased) {
 
 class uring_server {
  public:
-  uring_server(const uring::net::tcp_listener& l, uring::backend_kind backend, bool leased) {
+  uring_server(const uring::net::tcp_listener& l, uring::backend_kind backend, receiving how) {
     std::latch ready(1);
-    thread_ = std::thread([&, backend, leased] {
+    thread_ = std::thread([&, backend, how] {
       uring::executor::options opts;
       opts.backend = backend;
       uring::executor ex(opts);
       ex_ = &ex;
       ready.count_down();
-      ex.run(serve(&l, leased));  // until stop(): the shutdown cancels the accept and every connection
+      ex.run(serve(&l, how));  // until stop(): the shutdown cancels the accept and every connection
     });
     ready.wait();
   }
@@ -222,17 +236,29 @@ void BM_echo_epoll(benchmark::State& state) {
   run_client(state, l.local_address().port());
 }
 
-void echo_ours(benchmark::State& state, uring::backend_kind backend, bool leased = false) {
+void echo_ours(benchmark::State& state, uring::backend_kind backend, receiving how = receiving::copy) {
   auto l = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
-  uring_server server(l, backend, leased);
-  run_client(state, l.local_address().port());
+  g_peak_in_use.store(0);
+  {
+    uring_server server(l, backend, how);
+    run_client(state, l.local_address().port());
+  }
+  if (how != receiving::copy) state.counters["pool_peak_KiB"] = g_peak_in_use.load() * 4.0;
 }
 
 void BM_echo_uring(benchmark::State& state) { echo_ours(state, uring::backend_kind::native); }
 void BM_echo_emulated(benchmark::State& state) { echo_ours(state, uring::backend_kind::emulated); }
-void BM_echo_uring_leased(benchmark::State& state) { echo_ours(state, uring::backend_kind::native, true); }
+void BM_echo_uring_leased(benchmark::State& state) {
+  echo_ours(state, uring::backend_kind::native, receiving::leased);
+}
 void BM_echo_emulated_leased(benchmark::State& state) {
-  echo_ours(state, uring::backend_kind::emulated, true);
+  echo_ours(state, uring::backend_kind::emulated, receiving::leased);
+}
+void BM_echo_uring_leased_inc(benchmark::State& state) {
+  echo_ours(state, uring::backend_kind::native, receiving::leased_incremental);
+}
+void BM_echo_emulated_leased_inc(benchmark::State& state) {
+  echo_ours(state, uring::backend_kind::emulated, receiving::leased_incremental);
 }
 
 }  // namespace
@@ -243,6 +269,20 @@ BENCHMARK(BM_echo_emulated)->Name("echo/emulated")->Arg(1)->Arg(16)->UseRealTime
 BENCHMARK(BM_echo_uring_leased)->Name("echo/uring_leased")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(BM_echo_emulated_leased)
     ->Name("echo/emulated_leased")
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(64)
+    ->Arg(256)
+    ->UseRealTime();
+BENCHMARK(BM_echo_uring_leased_inc)
+    ->Name("echo/uring_leased_inc")
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(64)
+    ->Arg(256)
+    ->UseRealTime();
+BENCHMARK(BM_echo_emulated_leased_inc)
+    ->Name("echo/emulated_leased_inc")
     ->Arg(1)
     ->Arg(16)
     ->Arg(64)

@@ -43,7 +43,7 @@ kernel_features full_kernel() {
   k.setup_flags = kAllFlags;
   k.msg_ring = k.send_msg_ring = k.eventfd_register = k.buf_ring = true;
   k.multishot_accept = k.multishot_recv = k.send_zc = k.multishot_timeout = k.read_multishot = k.recv_bundle =
-      true;
+      k.recv_incremental = true;
   return k;
 }
 
@@ -324,6 +324,41 @@ const plan_case kCases[] = {
                   .send_msg_ring = true,
                   .notes =
                       {"leased recv: bundled recv unavailable on kernel 6.18-fake (6.10+): kept no length"}}},
+    {.name = "IncrementalRingsDisabledByRequest",
+     .kernel = full_kernel(),
+     .request = disabling(feature::recv_incremental),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes =
+                      {"leased recv: incremental buffer rings disabled by request; incremental pools carve "
+                       "their buffers in-process"}}},
+    {.name = "KernelWithoutIncrementalRings",
+     .kernel =
+         [] {
+           kernel_features k = full_kernel();
+           k.recv_incremental = false;
+           k.reasons["recv_incremental"] = "IOU_PBUF_RING_INC: EINVAL";
+           return k;
+         }(),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes = {"leased recv: incremental buffer rings unavailable on kernel 6.18-fake (6.12+): "
+                            "IOU_PBUF_RING_INC: EINVAL; incremental pools carve their buffers in-process"}}},
+    {.name = "IncrementalRingsDisabledByEnvironment",
+     .kernel = full_kernel(),
+     .overrides = {.disable = feature::recv_incremental},
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes = {"leased recv: incremental buffer rings disabled by request"}}},
 };
 
 class MakePlan : public ::testing::TestWithParam<plan_case> {};
@@ -361,6 +396,13 @@ TEST_P(MakePlan, DecidesAndExplains) {
       c.request.disable.contains(feature::recv_bundle) || c.overrides.disable.contains(feature::recv_bundle);
   EXPECT_EQ(plan.recv_bundle,
             !bundles_disabled && (plan.backend == kEmulated || (plan.buf_ring && c.kernel.recv_bundle)))
+      << shown;
+  // Incremental rings: natively with the ring and the kernel's, unless disabled (which a note says); the
+  // emulation carves in-process and plans none.
+  const bool incremental_disabled = c.request.disable.contains(feature::recv_incremental) ||
+                                    c.overrides.disable.contains(feature::recv_incremental);
+  EXPECT_EQ(plan.recv_incremental,
+            !incremental_disabled && plan.backend == kNative && plan.buf_ring && c.kernel.recv_incremental)
       << shown;
   ASSERT_EQ(plan.notes.size(), want.notes.size()) << shown;
   for (std::size_t i = 0; i < want.notes.size(); ++i) {

@@ -113,6 +113,43 @@ TEST_P(ReadStream, PipeBurstsReadCompletelyAndInOrder) {
   EXPECT_EQ(available, 8u);
 }
 
+// From an incremental pool: small writes, each read before the next, share one buffer, one chunk after
+// another (natively a buffer-selecting read from an IOU_PBUF_RING_INC ring), and end of file ends it.
+TEST_P(ReadStream, SmallChunksShareABufferOfAnIncrementalPool) {
+  pipe_pair p;
+  const int writer = p.writer.get();
+  struct result {
+    std::string got;
+    bool contiguous = true;
+    std::uint64_t filled = 0;
+    std::uint32_t available = 0;
+  } r;
+  run([](owned_fd fd, int writer, owned_fd& writer_end, result& r) -> task<void> {
+    buffer_pool pool({.count = 4, .size = 4096, .max_per_stream = 32, .incremental = true});
+    {
+      read_stream s(std::move(fd), pool);
+      std::vector<leased_buffer> held;
+      for (unsigned i = 0; i < 20; ++i) {
+        write_fully(writer, pattern(50, i));
+        held.push_back(co_await s.next());
+        r.got.append(held.back().view());
+        if (i > 0) r.contiguous = r.contiguous && held[i].data() == held[i - 1].data() + 50;
+      }
+      writer_end.reset();
+      EXPECT_TRUE((co_await s.next()).empty());
+      r.filled = pool.buffers_filled();
+    }
+    for (int i = 0; i < 4; ++i) co_await uring::nop();
+    r.available = pool.available();
+  }(std::move(p.reader), writer, p.writer, r));
+  std::string want;
+  for (unsigned i = 0; i < 20; ++i) want += pattern(50, i);
+  EXPECT_EQ(r.got, want);
+  EXPECT_TRUE(r.contiguous) << "each chunk should continue where the previous one ended";
+  EXPECT_EQ(r.filled, 1u);
+  EXPECT_EQ(r.available, 4u);
+}
+
 TEST_P(ReadStream, EndOfFileEndsTheStream) {
   pipe_pair p;
   write_fully(p.writer.get(), "abc");

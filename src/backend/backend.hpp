@@ -106,8 +106,9 @@ class native_ring {
   virtual void offer_inline_cq(cq_view& v) noexcept = 0;
   // A provided-buffer ring (IORING_REGISTER_PBUF_RING, kernel 5.19): `entries` (a power of two) slots at
   // `ring` (page-aligned, ours until unregistered) form buffer group `group`, which recv_multishot picks
-  // from. 0 or -errno (-EEXIST: the group is taken).
-  virtual int register_buf_ring(void* ring, unsigned entries, std::uint16_t group) = 0;
+  // from; `flags` go to the registration (kPbufRingInc: consumed incrementally). 0 or -errno (-EEXIST: the
+  // group is taken).
+  virtual int register_buf_ring(void* ring, unsigned entries, std::uint16_t group, std::uint16_t flags) = 0;
   virtual int unregister_buf_ring(std::uint16_t group) = 0;
 };
 

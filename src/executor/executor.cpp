@@ -232,9 +232,10 @@ void executor_access::flush(executor& ex) {
   if (ex.impl_->backend) ex.impl_->backend->flush();
 }
 
-int executor_core::register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group) {
+int executor_core::register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group,
+                                     std::uint16_t flags) {
   if (!ex.impl_->plan.buf_ring || ex.impl_->ring == nullptr) return -EOPNOTSUPP;
-  return ex.impl_->ring->register_buf_ring(ring, entries, group);
+  return ex.impl_->ring->register_buf_ring(ring, entries, group, flags);
 }
 
 int executor_core::unregister_buf_ring(executor& ex, std::uint16_t group) {

@@ -297,10 +297,12 @@ struct executor_core {
   static bool accepting(const executor& ex) noexcept { return !ex.queue_.closed; }
   static unsigned direct_files(const executor& ex) noexcept { return ex.impl_->direct_files; }
   static void empty_slot(executor& ex, unsigned index) noexcept;
-  static int register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group);
+  static int register_buf_ring(executor& ex, void* ring, unsigned entries, std::uint16_t group,
+                               std::uint16_t flags);
   static int unregister_buf_ring(executor& ex, std::uint16_t group);
   static bool zero_copy_send(const executor& ex) noexcept { return ex.impl_->plan.send_zc; }
   static bool recv_bundle(const executor& ex) noexcept { return ex.impl_->plan.recv_bundle; }
+  static bool recv_incremental(const executor& ex) noexcept { return ex.impl_->plan.recv_incremental; }
 
   // fixed_buffers.cpp: the ring's table of registered buffers (backend::register_buffers), and the set
   // told of its tags (null fn: none).

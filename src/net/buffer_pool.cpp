@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "net/buffer_pool_state.hpp"
+#include "setup/liburing_compat.hpp"
 #include "uring/executor.hpp"
 
 namespace uring::detail {
@@ -45,14 +46,30 @@ std::atomic<std::uint16_t> g_next_group{1};
 
 }  // namespace
 
-pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_ring, std::uint32_t limit)
-    : ex(&e), count(n), size(sz), per_stream(limit != 0 ? std::min(limit, n) : std::clamp(n / 4, 1u, 16u)) {
+pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_ring, std::uint32_t limit,
+                       bool inc)
+    : ex(&e),
+      count(n),
+      size(sz),
+      // Incremental: chunks, which may outnumber the buffers they share.
+      per_stream(limit != 0 ? (inc ? limit : std::min(limit, n)) : std::clamp(n / 4, 1u, 16u)),
+      incremental(inc) {
   if (n == 0 || n > kMaxBuffers) {
     throw std::invalid_argument("buffer_pool: count must be 1 to 32768, not " + std::to_string(n));
   }
   if (sz == 0) throw std::invalid_argument("buffer_pool: size must not be 0");
   owners.assign(n, nullptr);
-  bundle = executor_core::recv_bundle(e);
+  // A bundle's buffers would each start at the pool's idea of their offset, which only holds for the
+  // first one: incremental receives take one buffer's rest at a time.
+  bundle = executor_core::recv_bundle(e) && !inc;
+  if (inc) {
+    used.assign(n, 0);
+    pins.assign(n, 0);
+    spent.assign(n, 0);
+    reserved.assign(n, 0);
+    // Without the kernel's incremental rings, carve in-process rather than give up the memory behaviour.
+    use_ring = use_ring && executor_core::recv_incremental(e);
+  }
   const std::uint32_t entries = round_up_pow2(n);
   const std::size_t ring_bytes = page_round(entries * sizeof(io_uring_buf));
   mapped = ring_bytes + page_round(std::size_t{n} * sz);
@@ -73,7 +90,7 @@ pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_
     io_uring_buf_ring_advance(slots, static_cast<int>(n));
     for (unsigned tries = 0; tries < 65536; ++tries) {
       const std::uint16_t g = g_next_group.fetch_add(1, std::memory_order_relaxed);
-      const int r = executor_core::register_buf_ring(e, slots, entries, g);
+      const int r = executor_core::register_buf_ring(e, slots, entries, g, inc ? kPbufRingInc : 0);
       if (r == -EEXIST) continue;
       if (r == 0) {
         ring = true;
@@ -99,6 +116,10 @@ void pool_state::give_back(std::uint16_t id) noexcept {
   if (owner != nullptr) --owner->held;
   if (closed) return;  // nobody receives any more: the buffer just waits for the memory to go
   ++returns;
+  if (incremental) {
+    used[id] = 0;
+    spent[id] = 0;
+  }
   if (ring) {
     ring_pos[id] = slots->tail;
     io_uring_buf_ring_add(slots, buffer(id), size, id, static_cast<int>(mask), 0);
@@ -107,6 +128,12 @@ void pool_state::give_back(std::uint16_t id) noexcept {
   } else {
     free_ids.push_back(id);
   }
+  wake_waiters();
+  // Last: a stream that was at its limit competes for the buffer only after the starved ones.
+  if (owner != nullptr) owner->on_own_returned();
+}
+
+void pool_state::wake_waiters() noexcept {
   if (!waiters.empty()) {
     // Every waiter tries again: one that finds its socket idle takes nothing, so waking only one could
     // leave a starved stream asleep next to a free buffer. Those holding nothing go first (natively:
@@ -116,8 +143,6 @@ void pool_state::give_back(std::uint16_t id) noexcept {
     std::stable_partition(woken.begin(), woken.end(), [](const pool_waiter* w) { return w->held == 0; });
     for (pool_waiter* w : woken) w->on_buffer_returned();
   }
-  // Last: a stream that was at its limit competes for the buffer only after the starved ones.
-  if (owner != nullptr) owner->on_own_returned();
 }
 
 std::uint16_t pool_state::ring_next(std::uint16_t first, std::uint32_t i) const noexcept {
@@ -137,6 +162,9 @@ void pool_state::stop_waiting(pool_waiter& w) noexcept { std::erase(waiters, &w)
 void pool_state::forget(pool_waiter& w) noexcept {
   if (w.held == 0) return;
   std::replace(owners.begin(), owners.end(), &w, static_cast<pool_waiter*>(nullptr));
+  for (piece& p : pieces) {
+    if (p.owner == &w) p.owner = nullptr;
+  }
   w.held = 0;
 }
 
@@ -148,8 +176,12 @@ void pool_state::close() noexcept {
   for (pool_waiter* w : woken) w->on_buffer_returned();  // finds the pool closed: fails with ECANCELED
 }
 
-void release_lease(pool_state* pool, std::uint16_t id) noexcept {
-  pool->give_back(id);
+void release_lease(pool_state* pool, std::uint32_t id) noexcept {
+  if (pool->incremental) {
+    pool->release_piece(id, true);
+  } else {
+    pool->give_back(static_cast<std::uint16_t>(id));
+  }
   pool->unref();
 }
 
@@ -160,7 +192,8 @@ namespace uring::net {
 buffer_pool::buffer_pool(options opts) : buffer_pool(detail::executor_access::current("buffer_pool"), opts) {}
 
 buffer_pool::buffer_pool(executor& ex, options opts)
-    : state_(new detail::pool_state(ex, opts.count, opts.size, opts.use_ring, opts.max_per_stream)) {}
+    : state_(new detail::pool_state(ex, opts.count, opts.size, opts.use_ring, opts.max_per_stream,
+                                    opts.incremental)) {}
 
 buffer_pool::~buffer_pool() {
   state_->close();
@@ -175,5 +208,7 @@ bool buffer_pool::uses_ring() const noexcept { return state_->ring; }
 std::uint64_t buffer_pool::exhausted() const noexcept { return state_->exhausted; }
 std::uint64_t buffer_pool::receives() const noexcept { return state_->receives; }
 bool buffer_pool::uses_bundles() const noexcept { return state_->bundle; }
+bool buffer_pool::incremental() const noexcept { return state_->incremental; }
+std::uint64_t buffer_pool::buffers_filled() const noexcept { return state_->filled; }
 
 }  // namespace uring::net

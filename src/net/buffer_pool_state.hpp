@@ -34,7 +34,8 @@ struct pool_waiter {
 };
 
 struct pool_state {
-  pool_state(executor& ex, std::uint32_t count, std::uint32_t size, bool use_ring, std::uint32_t per_stream);
+  pool_state(executor& ex, std::uint32_t count, std::uint32_t size, bool use_ring, std::uint32_t per_stream,
+             bool incremental);
   ~pool_state();
   pool_state(const pool_state&) = delete;
   pool_state& operator=(const pool_state&) = delete;
@@ -47,6 +48,7 @@ struct pool_state {
   bool ring = false;         // registered as a provided-buffer ring
   bool closed = false;       // the pool object is gone: receives fail, returns just count
   bool bundle = false;       // a receive may fill several buffers at once (the executor's plan)
+  bool incremental = false;  // chunks share buffers (options::incremental): see buffer_carving.cpp
   std::size_t refs = 1;      // the pool object, leases, stream states
   void* memory = nullptr;    // one mapping: the ring's slots (page-aligned, first), then the buffers
   std::size_t mapped = 0;
@@ -57,16 +59,61 @@ struct pool_state {
   std::uint64_t exhausted = 0;  // times a stream found every buffer out
   std::uint64_t receives = 0;   // receive completions that brought data
   std::uint64_t returns = 0;    // buffers given back so far (a stream that ran dry asks: any since I armed?)
+  std::uint64_t filled = 0;     // buffers that began receiving from their start
   std::vector<std::uint16_t> free_ids;  // no ring: buffers free to take
   std::vector<std::uint16_t> ring_pos;  // ring: by buffer id, the slot (the ring's tail) it was put in at
   std::vector<pool_waiter*> waiters;
   std::vector<pool_waiter*>
       owners;  // by buffer id: the stream holding it, or null (free, or its stream is gone)
 
+  // Incremental pools (buffer_carving.cpp): a chunk is a piece of a buffer, with the stream it counts for.
+  struct piece {
+    std::uint16_t buffer;
+    pool_waiter* owner;  // null once its stream is gone
+  };
+  std::vector<std::uint32_t> used;  // by buffer id: bytes received into it (where its next chunk starts)
+  std::vector<std::uint32_t> pins;  // by buffer id: its chunks not yet returned
+  std::vector<std::uint8_t> spent;  // by buffer id: full, the ring (or receive) done with it, out of the ring
+  std::vector<std::uint8_t> reserved;  // by buffer id, no ring: a receive fills it now
+  std::vector<std::uint16_t> partial;  // no ring: partly filled buffers with chunks out, to fill on
+  std::vector<piece> pieces;           // by chunk id
+  std::vector<std::uint32_t> free_pieces;
+  std::uint32_t pinned = 0;  // buffers with chunks out
+
   [[nodiscard]] char* buffer(std::uint16_t id) const noexcept { return buffers + std::size_t{id} * size; }
-  [[nodiscard]] bool has_free() const noexcept { return ring ? in_ring > 0 : !free_ids.empty(); }
+  [[nodiscard]] bool has_free() const noexcept {
+    return ring ? in_ring > 0 : !free_ids.empty() || !partial.empty();
+  }
   [[nodiscard]] std::uint32_t available() const noexcept {
-    return ring ? in_ring : static_cast<std::uint32_t>(free_ids.size());
+    if (ring) return incremental ? count - pinned : in_ring;
+    return static_cast<std::uint32_t>(free_ids.size());
+  }
+  // Where the next bytes into buffer `id` go, and how many fit.
+  [[nodiscard]] char* fill_point(std::uint16_t id) const noexcept {
+    return buffer(id) + (incremental ? used[id] : 0);
+  }
+  [[nodiscard]] std::uint32_t space(std::uint16_t id) const noexcept {
+    return incremental ? size - used[id] : size;
+  }
+  // Incremental: `len` bytes at buffer `id`'s fill point are received; a chunk for `w` (its id), or for
+  // nobody (`w` null: a gone stream's bytes, consumed all the same), whose data starts at `*at`.
+  std::uint32_t carve(std::uint16_t id, std::uint32_t len, pool_waiter* w, char** at) noexcept;
+  // Incremental: chunk `p` is returned. `tell_owner`: its stream hears of it (a lease, not a queued chunk).
+  void release_piece(std::uint32_t p, bool tell_owner) noexcept;
+  // Incremental ring: the kernel is done with buffer `id` (a completion without IORING_CQE_F_BUF_MORE).
+  void kernel_done(std::uint16_t id) noexcept;
+  // Incremental, no ring: the buffer a receive fills next (has_free() must be true), partly used first.
+  std::uint16_t reserve() noexcept;
+  // Incremental, no ring: the receive into `id` ended (its bytes carved already).
+  void unreserve(std::uint16_t id) noexcept;
+  // A chunk that waited in a stream goes back unread (its stream is not told).
+  void drop_chunk(std::uint32_t id) noexcept {
+    if (incremental) {
+      release_piece(id, false);
+    } else {
+      disown(static_cast<std::uint16_t>(id));
+      give_back(static_cast<std::uint16_t>(id));
+    }
   }
   // No ring: takes a free buffer (has_free() must be true).
   std::uint16_t take() noexcept {
@@ -86,6 +133,8 @@ struct pool_state {
   // Buffer `id` is free again: back into the ring (or the free list), every waiter hears of it (those
   // holding nothing first), then the stream that held it.
   void give_back(std::uint16_t id) noexcept;
+  // Every stream waiting for a buffer tries again (one may be there now).
+  void wake_waiters() noexcept;
   // Buffer `id` is held by `w` now (it filled it, or took it to fill).
   void own(std::uint16_t id, pool_waiter& w) noexcept {
     owners[id] = &w;

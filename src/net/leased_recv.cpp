@@ -9,6 +9,8 @@
 // completions are seen, so a peer that sends without reading would drain the pool in one burst). Where the
 // plan has bundles, one receive fills several buffers (natively a bundled recv from the ring, else a
 // recvmsg into several free buffers) and each becomes a chunk of its own, in order; else one buffer each.
+// An incremental pool takes no bundles: a receive gets at most the rest of one buffer (natively the
+// ring's head, else a partly used one), and its chunk is a piece of that buffer (buffer_carving.cpp).
 // A multishot read is the exception, used only where the stream's share is the whole pool, so that no
 // burst can exceed it; reads take no bundles.
 //
@@ -50,7 +52,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
         pool(&p),
         ex(p.ex),
         reading(reads),
-        multishot_read(reads && ex->plan().read_multishot && p.per_stream >= p.count),
+        multishot_read(reads && ex->plan().read_multishot && p.per_stream >= p.count && !p.incremental),
         timer(*this) {
     p.add_ref();
     complete = &on_complete;
@@ -65,8 +67,9 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   }
 
   struct chunk {
-    std::uint16_t id;
+    std::uint32_t id;  // the buffer's, or (incremental) the piece's
     std::uint32_t len;
+    char* data;
   };
 
   int fd;
@@ -75,7 +78,8 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   bool reading;  // read(2) from a pipe, FIFO or eventfd rather than recv(2) from a socket
   // Ring: one multishot read stays armed (else one read per chunk). Only where the stream may hold the
   // whole pool: the kernel fills a buffer per chunk for as long as the fd has data and the ring has
-  // buffers, before any completion is seen, so a smaller share could not hold.
+  // buffers, before any completion is seen, so a smaller share could not hold (nor any share where chunks
+  // share buffers: incremental pools).
   bool multishot_read;
   // Received, not yet taken (at most the pool's per-stream limit), from ready[head]. A vector, not a
   // deque: an empty one allocates nothing, and an idle connection should cost as little as possible.
@@ -113,14 +117,15 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     return c;
   }
   void give_back_chunks() noexcept {
-    for (std::size_t i = head; i < ready.size(); ++i) drop(ready[i].id);
+    for (std::size_t i = head; i < ready.size(); ++i) pool->drop_chunk(ready[i].id);
     ready.clear();
     head = 0;
   }
-  // Gives back a buffer of ours without being told of it (on_own_returned is for leases).
-  void drop(std::uint16_t id) noexcept {
-    pool->disown(id);
-    pool->give_back(id);
+  // Incremental: `len` bytes at buffer `id`'s fill point are a chunk of ours (once gone: consumed, no chunk).
+  void push_piece(std::uint16_t id, std::uint32_t len) noexcept {
+    char* at = nullptr;
+    const std::uint32_t p = pool->carve(id, len, abandoned ? nullptr : this, &at);
+    if (!abandoned) ready.push_back({p, len, at});
   }
 
   // The waiting receive has its result: resume it on a later turn. Its stop reason and deadline go with it
@@ -177,24 +182,21 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     } else {
       readable = false;
       const std::uint32_t n = pool->bundle && !reading ? std::min(room(), pool->available()) : 1;
-      for (std::uint32_t i = 0; i < n; ++i) {
-        filling.push_back(pool->take());
-        pool->own(filling.back(), *this);
-      }
-      if (reading) {
-        submit({.code = op_code::read,
-                .fd = fd,
-                .len = pool->size,
-                .offset = kCurrentPosition,
-                .addr = pool->buffer(filling[0])});
-        return;
+      if (pool->incremental) {
+        filling.push_back(pool->reserve());  // its chunk counts once carved
+      } else {
+        for (std::uint32_t i = 0; i < n; ++i) {
+          filling.push_back(pool->take());
+          pool->own(filling.back(), *this);
+        }
       }
       if (n == 1) {
-        submit({.code = op_code::recv,
+        submit({.code = reading ? op_code::read : op_code::recv,
                 .fd = fd,
-                .len = pool->size,
-                .op_flags = MSG_DONTWAIT,
-                .addr = pool->buffer(filling[0])});
+                .len = pool->space(filling[0]),
+                .op_flags = reading ? 0u : std::uint32_t{MSG_DONTWAIT},
+                .offset = reading ? kCurrentPosition : 0,
+                .addr = pool->fill_point(filling[0])});
         return;
       }
       iovs.clear();
@@ -331,7 +333,13 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
 
   // Ring: the recv completed (with a chunk, or a bundle of them, end of stream, ENOBUFS or an error).
   void on_chunk(bool final) noexcept {
-    if (cqe_flags & kCqeBuffer) {
+    if ((cqe_flags & kCqeBuffer) && pool->incremental) {
+      // One buffer's next bytes; the kernel keeps the buffer while it says IORING_CQE_F_BUF_MORE.
+      const auto id = static_cast<std::uint16_t>(cqe_flags >> kCqeBufferShift);
+      if (res > 0) push_piece(id, static_cast<std::uint32_t>(res));
+      if (res > 0 && !abandoned) ++pool->receives;
+      if ((cqe_flags & kCqeBufMore) == 0) pool->kernel_done(id);
+    } else if (cqe_flags & kCqeBuffer) {
       const auto first = static_cast<std::uint16_t>(cqe_flags >> kCqeBufferShift);
       // A bundle's bytes fill its buffers in ring order, each whole but the last.
       const std::uint32_t bytes = res > 0 ? static_cast<std::uint32_t>(res) : 0;
@@ -342,15 +350,16 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
           const std::uint16_t id = pool->ring_next(first, i);
           pool->picked();
           pool->own(id, *this);
-          ready.push_back({id, std::min(bytes - i * pool->size, pool->size)});
+          ++pool->filled;
+          ready.push_back({id, std::min(bytes - i * pool->size, pool->size), pool->buffer(id)});
         }
       } else {
         // Every id first: a buffer given back may take a slot the later ones are read from.
         const std::size_t from = ready.size();
-        for (std::uint32_t i = 0; i < n; ++i) ready.push_back({pool->ring_next(first, i), 0});
+        for (std::uint32_t i = 0; i < n; ++i) ready.push_back({pool->ring_next(first, i), 0, nullptr});
         for (std::size_t i = from; i < ready.size(); ++i) {
           pool->picked();
-          pool->give_back(ready[i].id);
+          pool->give_back(static_cast<std::uint16_t>(ready[i].id));
         }
         ready.resize(from);
       }
@@ -371,16 +380,25 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   // No ring: the recv into `filling` completed. The bytes fill those buffers in order; the rest go back.
   void on_recv() noexcept {
     const std::uint32_t bytes = res > 0 && !abandoned ? static_cast<std::uint32_t>(res) : 0;
-    const auto taken = static_cast<std::uint32_t>(filling.size());
-    std::uint32_t used = 0;
-    for (; used < taken && used * pool->size < bytes; ++used) {
-      ready.push_back({filling[used], std::min(bytes - used * pool->size, pool->size)});
+    std::uint32_t room_for = 0;  // the bytes the receive could take
+    if (pool->incremental) {
+      room_for = pool->space(filling[0]);
+      if (bytes > 0) push_piece(filling[0], bytes);
+      pool->unreserve(filling[0]);
+    } else {
+      room_for = static_cast<std::uint32_t>(filling.size()) * pool->size;
+      std::uint32_t used = 0;
+      for (; used < filling.size() && used * pool->size < bytes; ++used) {
+        ++pool->filled;
+        ready.push_back(
+            {filling[used], std::min(bytes - used * pool->size, pool->size), pool->buffer(filling[used])});
+      }
+      for (std::size_t i = used; i < filling.size(); ++i) pool->drop_chunk(filling[i]);
     }
-    for (std::uint32_t i = used; i < taken; ++i) drop(filling[i]);
     filling.clear();
     if (bytes > 0) {
       ++pool->receives;
-      eager = bytes == taken * pool->size;  // every buffer filled: more is probably waiting
+      eager = bytes == room_for;  // every byte of room filled: more is probably waiting
     } else {
       if (abandoned) return;
       if (res == -EAGAIN) {  // nothing there after all: wait for readability, holding no buffer
@@ -472,7 +490,7 @@ net::leased_buffer take(recv_state& s, int& err) noexcept {
     const auto c = s.take_chunk();
     s.pool->add_ref();
     err = 0;
-    return net::leased_buffer(s.pool, c.id, s.pool->buffer(c.id), c.len);
+    return net::leased_buffer(s.pool, c.id, c.data, c.len);
   }
   err = std::exchange(s.error, 0);
   return {};

@@ -30,6 +30,7 @@
 #include "setup/liburing_compat.hpp"
 #include "setup/scratch_ring.hpp"
 #include "setup/setup_error.hpp"
+#include "uring/detail/operation.hpp"
 #include "uring/plan.hpp"
 
 namespace uring {
@@ -326,6 +327,38 @@ std::optional<std::string> probe_recv_bundle() {
   return got->res == kTwo ? std::string() : "bundled recv: one completion did not span several buffers";
 }
 
+// Two recvs from a buffer ring registered with IOU_PBUF_RING_INC, each after a message smaller than a
+// buffer: both must land in the same buffer, flagged IORING_CQE_F_BUF_MORE, the second right after the
+// first. A kernel before 6.12 refuses the flag (EINVAL); one that took it but used a buffer per completion
+// would cost an incremental pool its point and, worse, its accounting of offsets.
+std::optional<std::string> probe_recv_incremental() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
+  unique_fd ours(sv[0]), peer(sv[1]);
+  scratch_ring ring;
+  if (!ring.ok()) return setup_failure(ring);
+  buffer_ring buffers(*ring.get(), detail::kPbufRingInc);
+  if (!buffers.registered()) return "IOU_PBUF_RING_INC: " + buffers.error();
+  std::optional<completion> got[2];
+  for (std::string_view part : {std::string_view("inc-"), std::string_view("ring")}) {
+    if (::write(peer.get(), part.data(), part.size()) != static_cast<ssize_t>(part.size()))
+      return std::nullopt;
+    io_uring_sqe* s = ring.sqe(kOpTag);
+    io_uring_prep_recv(s, ours.get(), nullptr, 0, 0);
+    s->flags |= IOSQE_BUFFER_SELECT;
+    s->buf_group = buffer_ring::kGroup;
+    std::optional<completion>& c = got[part == "inc-" ? 0 : 1];
+    c = ring.submit_and_wait();
+    if (!c || c->user_data != kOpTag || c->res != 4) return op_failure("IORING_OP_RECV (incremental)", c);
+  }
+  const auto bid = [](const completion& c) { return c.flags >> IORING_CQE_BUFFER_SHIFT; };
+  if ((got[0]->flags & got[1]->flags & detail::kCqeBufMore) == 0)
+    return "incremental recv: the CQEs lacked IORING_CQE_F_BUF_MORE (6.12+)";
+  if (bid(*got[0]) != bid(*got[1]) || std::string_view(buffers.buffer(bid(*got[0])), 8) != "inc-ring")
+    return "incremental recv: the second completion did not continue in the first one's buffer";
+  return std::string();
+}
+
 // A multishot timeout of 1 us for two periods: the first CQE must say -ETIME and IORING_CQE_F_MORE.
 std::string probe_multishot_timeout() {
   scratch_ring ring;
@@ -448,6 +481,12 @@ kernel_features probe_kernel() {
     // Untried is off: what it tests (the length kept) differs between kernels that have bundles.
     std::optional<std::string> why_not = probe_recv_bundle();
     f.recv_bundle = worked(f, "recv_bundle", why_not ? *why_not : "untried: no socket pair for the probe");
+  }
+  if (maybe_supported(f, IORING_OP_RECV)) {
+    std::optional<std::string> why_not = probe_recv_incremental();
+    f.recv_incremental =
+        has(f, "recv_incremental", "buf_ring", f.buf_ring) &&
+        worked(f, "recv_incremental", why_not ? *why_not : "untried: no socket pair for the probe");
   }
   f.multishot_timeout = worked(f, "multishot_timeout", probe_multishot_timeout());
   if (maybe_supported(f, detail::kOpReadMultishot)) {

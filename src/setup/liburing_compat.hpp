@@ -32,5 +32,7 @@ inline constexpr std::uint32_t kFutex2Private = 128;
 // IORING_RECVSEND_BUNDLE (6.10), in a recv's ioprio: one completion for several consecutive ring buffers
 // (the CQE names the first; res spans them in ring order).
 inline constexpr std::uint16_t kRecvsendBundle = 1u << 4;
+// io_uring_buf_reg::flags: a buffer ring consumed incrementally (IOU_PBUF_RING_INC, 6.12).
+inline constexpr std::uint16_t kPbufRingInc = 2;
 
 }  // namespace uring::detail

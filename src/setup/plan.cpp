@@ -98,6 +98,7 @@ void plan_sqpoll(const kernel_features& kernel, const executor_options& request,
 }
 
 void plan_recv_bundle(const kernel_features& kernel, feature_set disabled, executor_plan& plan);
+void plan_recv_incremental(const kernel_features& kernel, feature_set disabled, executor_plan& plan);
 
 // The rest of an emulated plan: its notes on the options that mean something else there.
 void plan_emulated(const kernel_features& kernel, const executor_options& request, feature_set disabled,
@@ -105,6 +106,7 @@ void plan_emulated(const kernel_features& kernel, const executor_options& reques
   if (request.allowed_ops.restricts())
     plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
   plan_recv_bundle(kernel, disabled, plan);
+  plan_recv_incremental(kernel, disabled, plan);
   plan_napi(kernel, request, disabled, plan);
   if (request.sqpoll.enabled) plan.notes.push_back("sqpoll: native only; the emulation submits in-process");
 }
@@ -121,6 +123,24 @@ void plan_recv_bundle(const kernel_features& kernel, feature_set disabled, execu
                          " (6.10+)" + because(kernel, "recv_bundle") + "; one buffer per receive");
   } else {
     plan.recv_bundle = plan.buf_ring;  // without the ring, its own note says why
+  }
+}
+
+// Incremental pools' rings (buffer_pool::options::incremental): natively a ring registered with
+// IOU_PBUF_RING_INC. Without it such a pool carves its buffers in-process, as the emulation always does,
+// so the note says what changes: the ring, not the memory behaviour.
+void plan_recv_incremental(const kernel_features& kernel, feature_set disabled, executor_plan& plan) {
+  if (plan.backend == backend_kind::emulated) return;  // in-process by nature: nothing to plan
+  if (disabled.contains(feature::recv_incremental)) {
+    plan.notes.push_back(
+        "leased recv: incremental buffer rings disabled by request; incremental pools carve "
+        "their buffers in-process, without a ring");
+  } else if (plan.buf_ring && !kernel.recv_incremental) {
+    plan.notes.push_back("leased recv: incremental buffer rings unavailable on kernel " +
+                         kernel.kernel_release + " (6.12+)" + because(kernel, "recv_incremental") +
+                         "; incremental pools carve their buffers in-process, without a ring");
+  } else {
+    plan.recv_incremental = plan.buf_ring;  // without the ring, its own note says why
   }
 }
 
@@ -246,6 +266,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   // Zero-copy sends fall back to plain sends without a note: the bytes on the wire are the same.
   plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
   plan_recv_bundle(kernel, disabled, plan);
+  plan_recv_incremental(kernel, disabled, plan);
   plan_napi(kernel, request, disabled, plan);
   plan_sqpoll(kernel, request, disabled, plan);
   return plan;

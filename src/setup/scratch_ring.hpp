@@ -121,7 +121,8 @@ class buffer_ring {
   static constexpr unsigned kBufferSize = 256;
   static constexpr std::uint16_t kGroup = 7;
 
-  explicit buffer_ring(io_uring& ring)
+  // `flags`: the registration's (io_uring_buf_reg::flags, liburing 2.3's pad), e.g. IOU_PBUF_RING_INC.
+  explicit buffer_ring(io_uring& ring, std::uint16_t flags = 0)
       : ring_(ring), page_(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))) {
     void* mem = ::mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) {
@@ -135,6 +136,7 @@ class buffer_ring {
     reg.ring_addr = reinterpret_cast<std::uintptr_t>(mem_);
     reg.ring_entries = kEntries;
     reg.bgid = kGroup;
+    reg.pad = flags;
     if (int r = io_uring_register_buf_ring(&ring_, &reg, 0); r != 0) {
       error_ = detail::explain_call_error("io_uring_register(IORING_REGISTER_PBUF_RING)", -r);
       return;
@@ -154,6 +156,8 @@ class buffer_ring {
   }
 
   [[nodiscard]] bool registered() const noexcept { return registered_; }
+  // Buffer `id`'s memory.
+  [[nodiscard]] const char* buffer(unsigned id) const noexcept { return mem_ + page_ + id * kBufferSize; }
   // Why the registration failed ("" when it did not).
   [[nodiscard]] const std::string& error() const noexcept { return error_; }
   // True when the kernel took the registration back.

@@ -36,6 +36,9 @@ inline constexpr std::uint32_t kCqeMore = 1u << 1;
 // filled is in the flags' top 16 bits (IORING_CQE_BUFFER_SHIFT).
 inline constexpr std::uint32_t kCqeBuffer = 1u << 0;
 inline constexpr unsigned kCqeBufferShift = 16;
+// A completion flag of a buffer ring consumed incrementally (IORING_CQE_F_BUF_MORE, 6.12): the kernel keeps
+// the buffer and its next completion from it continues where this one's bytes ended.
+inline constexpr std::uint32_t kCqeBufMore = 1u << 4;
 // A zero-copy send's notification (IORING_CQE_F_NOTIF): the kernel is done with the buffer.
 inline constexpr std::uint32_t kCqeNotif = 1u << 3;
 

@@ -25,9 +25,21 @@
 // unfilled ones going straight back. Off (URING_DISABLE=recv_bundle, or a kernel without them): one
 // buffer per receive, as before; the chunks and the guarantees are the same either way.
 //
+// Incremental (options::incremental): a buffer holds many chunks, one after another, so a pool of large
+// buffers that receives small messages uses a buffer per `size` bytes received, not one per message. Each
+// chunk is a sub-range of its buffer and keeps the buffer out of circulation until the receive side is done
+// with it (it is full) and the chunk's lease is returned, whichever comes last. Natively (kernel 6.12+,
+// probed as recv_incremental) the ring is registered with IOU_PBUF_RING_INC and the kernel fills the buffer
+// at the ring's head across receives of every stream, flagging IORING_CQE_F_BUF_MORE while it keeps it;
+// elsewhere (emulated, URING_DISABLE=recv_incremental, an older kernel, use_ring = false) a receive goes into
+// the unfilled rest of a partly used buffer (or a fresh one), and a partly used buffer whose chunks are all
+// back starts over. Incremental pools take no bundles (a receive is at most one buffer's rest); see
+// docs/incremental_buffers.md.
+//
 // Sharing: one stream holds at most options::max_per_stream buffers (chunks waiting in it plus its leases
-// not yet returned). At the limit it receives nothing more (its data waits in the socket, and TCP slows
-// its peer) until one of them comes back, so a peer that sends without reading what it is sent cannot
+// not yet returned; in an incremental pool each chunk counts as a buffer, shared or not, which bounds the
+// buffers the stream pins). At the limit it receives nothing more (its data waits in the socket, and TCP
+// slows its peer) until one of them comes back, so a peer that sends without reading what it is sent cannot
 // drain the pool for every other connection. When the pool is dry, each returned buffer is offered first
 // to the streams that hold none, then to the others, oldest wait first.
 //
@@ -49,7 +61,8 @@ class executor;
 namespace uring::detail {
 struct pool_state;  // src/net/buffer_pool_state.hpp
 // Gives buffer `id` back to `pool` and drops the lease's reference to it.
-void release_lease(pool_state* pool, std::uint16_t id) noexcept;
+// `id` is the buffer's id, or in an incremental pool the chunk's.
+void release_lease(pool_state* pool, std::uint32_t id) noexcept;
 }  // namespace uring::detail
 
 namespace uring::net {
@@ -95,16 +108,16 @@ class leased_buffer {
     size_ = 0;
   }
 
-  // For the library: the lease of buffer `id` of `pool` (whose reference it takes over), holding `size`
-  // bytes.
-  leased_buffer(detail::pool_state* pool, std::uint16_t id, char* data, std::size_t size) noexcept
+  // For the library: the lease of buffer (or incremental chunk) `id` of `pool` (whose reference it takes
+  // over), holding `size` bytes at `data`.
+  leased_buffer(detail::pool_state* pool, std::uint32_t id, char* data, std::size_t size) noexcept
       : pool_(pool), data_(data), size_(size), id_(id) {}
 
  private:
   detail::pool_state* pool_ = nullptr;
   char* data_ = nullptr;
   std::size_t size_ = 0;
-  std::uint16_t id_ = 0;
+  std::uint32_t id_ = 0;
 };
 
 class buffer_pool {
@@ -117,8 +130,12 @@ class buffer_pool {
     bool use_ring = true;
     // The most buffers one stream holds at once; a receive of a stream at the limit waits for one of
     // them to be returned (an application that keeps more chunks than this before returning any waits
-    // forever: raise it). 0: count / 4, at most 16 (at least 1). At most count.
+    // forever: raise it). 0: count / 4, at most 16 (at least 1). At most count, except in an incremental
+    // pool, where it counts chunks (each as a buffer) and several share a buffer.
     std::uint32_t max_per_stream = 0;
+    // Many chunks share a buffer (see above). Off by default: it pays where buffers are large and messages
+    // small, and costs a little bookkeeping per chunk and bundles (one receive per chunk) everywhere.
+    bool incremental = false;
   };
 
   // A pool on the running executor (a std::logic_error if none runs on this thread).
@@ -145,6 +162,11 @@ class buffer_pool {
   [[nodiscard]] std::uint32_t max_per_stream() const noexcept;
   // Whether the buffers are a provided-buffer ring in the kernel or not.
   [[nodiscard]] bool uses_ring() const noexcept;
+  // options::incremental: whether chunks share buffers (on every backend; natively the ring is then one
+  // the kernel consumes incrementally, where uses_ring()).
+  [[nodiscard]] bool incremental() const noexcept;
+  // Times a buffer began receiving from its start: one per chunk, unless incremental.
+  [[nodiscard]] std::uint64_t buffers_filled() const noexcept;
 
   [[nodiscard]] detail::pool_state& state() const noexcept { return *state_; }  // for the library
 

@@ -357,11 +357,12 @@ class native_backend final : public backend, public native_ring {
   // it signals when deferred work is queued, and the executor's poll() asks for those events.
   int foreign_watch_fd(int notify) override { return notify; }
 
-  int register_buf_ring(void* ring, unsigned entries, std::uint16_t group) override {
+  int register_buf_ring(void* ring, unsigned entries, std::uint16_t group, std::uint16_t flags) override {
     io_uring_buf_reg reg{};
     reg.ring_addr = reinterpret_cast<std::uint64_t>(ring);
     reg.ring_entries = entries;
     reg.bgid = group;
+    reg.pad = flags;  // the kernel's io_uring_buf_reg::flags, which liburing 2.3 still calls pad
     return io_uring_register_buf_ring(&ring_, &reg, 0);
   }
   int unregister_buf_ring(std::uint16_t group) override {
