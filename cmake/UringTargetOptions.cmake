@@ -37,6 +37,8 @@ function(uring_library_names target export_name file_suffix)
   else()
     set(soversion ${PROJECT_VERSION_MAJOR})
   endif()
+  # INSTALL_RPATH: an installed shared library finds its siblings (liburingcxx_tls.so needs liburingcxx.so)
+  # wherever the prefix is; a program's RUNPATH does not reach its libraries' own dependencies.
   set_target_properties(${target} PROPERTIES OUTPUT_NAME uringcxx${file_suffix} EXPORT_NAME ${export_name}
-    VERSION ${PROJECT_VERSION} SOVERSION ${soversion})
+    VERSION ${PROJECT_VERSION} SOVERSION ${soversion} INSTALL_RPATH "$ORIGIN")
 endfunction()
