@@ -44,12 +44,14 @@ struct ticker_state : operation {
 
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
 
-  // Periods ended and not yet yielded.
+  // Periods ended and not yet yielded, by the clock. A multishot timeout's completions only wake the
+  // waiter: the kernel re-arms it from its completion's task work, so a late task work (a busy SQPOLL
+  // thread, a DEFER_TASKRUN ring not entered) loses expiries, and counting completions would drift.
   [[nodiscard]] std::uint64_t due() const noexcept {
     if (!armed) return 0;
-    if (repeat) return ended - taken;
     const std::int64_t elapsed = monotonic_ns() - origin_ns;
-    const auto periods = static_cast<std::uint64_t>(elapsed / period_ns);
+    auto periods = static_cast<std::uint64_t>(elapsed / period_ns);
+    if (repeat && ended > periods) periods = ended;  // never fewer than the kernel has reported
     return periods > taken ? periods - taken : 0;
   }
 
