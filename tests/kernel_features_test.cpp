@@ -156,6 +156,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
       {"registered_buffers", f.registered_buffers, 5, 13},
       {"sqpoll", f.sqpoll, 5, 11},
       {"recv_bundle", f.recv_bundle, 6, 10},
+      {"send_bundle", f.send_bundle, 6, 10},
       {"SUBMIT_ALL", uring::any(f.setup_flags & uring::ring_flags::submit_all), 5, 18},
       {"COOP_TASKRUN", uring::any(f.setup_flags & uring::ring_flags::coop_taskrun), 5, 19},
       {"SINGLE_ISSUER", uring::any(f.setup_flags & uring::ring_flags::single_issuer), 6, 0},
@@ -168,7 +169,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
     ++checked;
   }
   if (release_at_least(f.kernel_release, 6, 13)) {
-    EXPECT_EQ(checked, 18);
+    EXPECT_EQ(checked, 19);
   }
 }
 
@@ -246,7 +247,7 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
             "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
             "\"multishot_timeout\":false,\"read_multishot\":false,\"registered_buffers\":false,"
             "\"send_fixed_buf\":false,\"napi\":false,\"epoll_busy_poll\":false,\"sqpoll\":false,"
-            "\"recv_bundle\":false,\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_"
+            "\"recv_bundle\":false,\"send_bundle\":false,\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_"
             "ring\":\"said \\\"no\\\"\"}}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }
@@ -264,16 +265,17 @@ TEST(KernelFeaturesJson, PlanExactly) {
             "{\"backend\":\"native\",\"flags\":[\"SUBMIT_ALL\",\"DEFER_TASKRUN\"],\"register_ring_fd\":true,"
             "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"linked_chains\":true,"
             "\"multishot_timeout\":false,\"read_multishot\":false,\"sqpoll\":false,\"recv_bundle\":false,"
+            "\"send_bundle\":false,"
             "\"allowed_ops\":[],"
             "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
   uring::executor_plan emulated;
   emulated.backend = uring::backend_kind::emulated;
-  EXPECT_EQ(
-      uring::to_json(emulated),
-      "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
-      "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
-      "\"read_multishot\":false,\"sqpoll\":false,\"recv_bundle\":false,\"allowed_ops\":[],\"notes\":[]}");
+  EXPECT_EQ(uring::to_json(emulated),
+            "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
+            "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
+            "\"read_multishot\":false,\"sqpoll\":false,\"recv_bundle\":false,\"send_bundle\":false,\"allowed_"
+            "ops\":[],\"notes\":[]}");
 
   // A restricted plan lists the allowed operations by our names, msg_ring last.
   uring::executor_plan restricted;
@@ -282,7 +284,8 @@ TEST(KernelFeaturesJson, PlanExactly) {
   EXPECT_EQ(uring::to_json(restricted),
             "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
-            "\"read_multishot\":false,\"sqpoll\":false,\"recv_bundle\":false,\"allowed_ops\":[\"nop\","
+            "\"read_multishot\":false,\"sqpoll\":false,\"recv_bundle\":false,\"send_bundle\":false,\"allowed_"
+            "ops\":[\"nop\","
             "\"read\",\"msg_ring\"],"
             "\"notes\":[]}");
 }

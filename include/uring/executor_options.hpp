@@ -64,6 +64,9 @@ enum class feature : std::uint32_t {
   read_multishot = 1u << 12,  // IORING_OP_READ_MULTISHOT (else read_stream reads one chunk per request)
   sqpoll = 1u << 13,          // a kernel thread polling the submission queue (IORING_SETUP_SQPOLL)
   recv_bundle = 1u << 14,  // a leased receive filling several pool buffers at once (IORING_RECVSEND_BUNDLE)
+  // 1u << 15: recv_incremental
+  send_bundle =
+      1u << 16,  // a send_queue's bundled send from a buffer ring of its own (IORING_RECVSEND_BUNDLE)
 };
 
 class feature_set {

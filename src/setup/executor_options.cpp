@@ -26,6 +26,7 @@ constexpr std::pair<feature, const char*> kFeatureNames[] = {
     {feature::read_multishot, "read_multishot"},
     {feature::sqpoll, "sqpoll"},
     {feature::recv_bundle, "recv_bundle"},
+    {feature::send_bundle, "send_bundle"},
 };
 
 }  // namespace

@@ -129,6 +129,7 @@ std::string to_string(const kernel_features& f) {
   out += std::string("epoll busy poll   ") + yes_no(f.epoll_busy_poll);
   out += std::string("sqpoll            ") + yes_no(f.sqpoll);
   out += std::string("recv bundle       ") + yes_no(f.recv_bundle);
+  out += std::string("send bundle       ") + yes_no(f.send_bundle);
   for (const auto& [feature, why] : f.reasons) out += "why not: " + feature + ": " + why + "\n";
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
@@ -276,6 +277,7 @@ std::string to_json(const kernel_features& f) {
       .boolean("epoll_busy_poll", f.epoll_busy_poll)
       .boolean("sqpoll", f.sqpoll)
       .boolean("recv_bundle", f.recv_bundle)
+      .boolean("send_bundle", f.send_bundle)
       .raw("reasons", reasons_object(f.reasons))
       .str();
 }
@@ -306,6 +308,7 @@ std::string to_json(const executor_plan& plan) {
       .boolean("read_multishot", plan.read_multishot)
       .boolean("sqpoll", plan.sqpoll)
       .boolean("recv_bundle", plan.recv_bundle)
+      .boolean("send_bundle", plan.send_bundle)
       .texts("allowed_ops", allowed_op_names(plan.allowed_ops))
       .texts("notes", plan.notes)
       .str();
