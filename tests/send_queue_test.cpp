@@ -1,7 +1,7 @@
 // send_queue: pushes leave in order, byte for byte, in fewer sends than pushes (natively bundled sends from
 // the queue's own buffer ring, else one sendmsg of the queued buffers each); a full queue makes a push
-// wait (bounded memory), and a deadline ends that wait; a failed send fails the next push and flush and
-// sticks; a queue destroyed with a send in flight and a push waiting ends both cleanly. On every backend,
+// wait (bounded memory), and a deadline or a stop ends that wait; a failed send fails the next push and flush
+// and sticks; a queue destroyed with a send in flight and a push waiting ends both cleanly. On every backend,
 // and natively with URING_DISABLE=send_bundle (the fallback on a real ring).
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -155,6 +155,55 @@ TEST_P(SendQueue, AFullQueueMakesAPushWaitAndADeadlineEndsIt) {
   ASSERT_EQ(got.size(), accepted * message.size());
   for (std::uint64_t i = 0; i < accepted; ++i) {
     ASSERT_EQ(got.compare(i * message.size(), message.size(), message), 0) << "message " << i;
+  }
+}
+
+// A stop request ends a push waiting for room (the socket is full) with ECANCELED, having copied nothing;
+// the queue goes on: once the peer reads, everything pushed before arrives, in order.
+TEST_P(SendQueue, AStopEndsAWaitingPushAndTheQueueGoesOn) {
+  stream_pair pair;
+  std::string filler;
+  const std::string block = pattern(4096, 4);
+  while (::send(pair.ours.fd(), block.data(), block.size(), MSG_DONTWAIT) > 0) filler += block;
+  const std::string message = pattern(1000, 8);
+  std::optional<peer_reader> reader;
+  std::uint64_t accepted = 0;
+  int stopped = 0;
+  run([](tcp_stream& s, int peer, const std::string& message, std::optional<peer_reader>& reader,
+         std::uint64_t& accepted, int& stopped) -> task<void> {
+    send_queue q(s, {.count = 4, .size = 4096});
+    std::stop_source source;
+    bool waiting = false;  // the stopper runs only while the pusher is suspended: waiting for room
+    auto fill = [](send_queue& q, const std::string& m, std::uint64_t& n, bool& waiting) -> task<int> {
+      for (;;) {
+        waiting = true;
+        try {
+          co_await q.push(m);
+        } catch (const std::system_error& e) {
+          co_return e.code().value();
+        }
+        waiting = false;
+        ++n;
+      }
+    };
+    auto stopper = [](std::stop_source& source, const bool& waiting) -> task<void> {
+      while (!waiting) co_await uring::nop();
+      source.request_stop();
+    };
+    auto [err, unused] = co_await uring::when_all(
+        uring::with_stop_token(fill(q, message, accepted, waiting), source.get_token()),
+        stopper(source, waiting));
+    stopped = err;
+    reader.emplace(peer);
+    co_await q.flush();
+    co_await s.shutdown(SHUT_WR);
+  }(pair.ours, pair.peer.get(), message, reader, accepted, stopped));
+  EXPECT_EQ(stopped, ECANCELED);
+  const std::string got = reader->join();
+  ASSERT_EQ(got.size(), filler.size() + accepted * message.size());
+  EXPECT_EQ(got.compare(0, filler.size(), filler), 0);
+  for (std::uint64_t i = 0; i < accepted; ++i) {
+    ASSERT_EQ(got.compare(filler.size() + i * message.size(), message.size(), message), 0) << "message " << i;
   }
 }
 
