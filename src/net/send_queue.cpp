@@ -219,6 +219,7 @@ struct send_queue_state final : operation, std::enable_shared_from_this<send_que
 
   void wake(send_wait& w, int err) noexcept {
     w.error = err;
+    w.queued = false;
     executor_access::schedule(*ex, w.handle);
   }
 
@@ -302,6 +303,7 @@ executor* send_queue_suspend(send_queue_state& s, send_wait& w, std::coroutine_h
   if (&ex != s.ex) throw std::logic_error("send_queue: the queue belongs to another executor");
   w.handle = h;
   w.id = ++s.waits;
+  w.queued = true;
   if (w.flush && s.waiters.empty()) {
     w.until = s.pushed;
     s.flushers.push_back(&w);
@@ -313,6 +315,12 @@ executor* send_queue_suspend(send_queue_state& s, send_wait& w, std::coroutine_h
 }
 
 void state_cancel(send_queue_state& s, std::uint64_t wait) noexcept { s.cancel_wait(wait); }
+
+void send_queue_forget(send_queue_state& s, send_wait& w) noexcept {
+  std::erase(s.waiters, &w);
+  std::erase(s.flushers, &w);
+  w.queued = false;
+}
 
 void send_queue_throw(int error) { throw_errno(error, "send_queue"); }
 

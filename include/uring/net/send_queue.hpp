@@ -59,6 +59,7 @@ struct send_wait {
   std::uint64_t until = 0;  // flush: the pushed total it waits to see sent (set once it is its turn)
   std::uint64_t id = 0;     // the wait's number, for a stop request
   int error = 0;            // why it failed (0: it did not)
+  bool queued = false;      // in its queue's lists: a frame destroyed now must take it out
 
   static send_wait of_push(const void* bytes, std::size_t n) noexcept {
     send_wait w;
@@ -80,6 +81,8 @@ bool send_queue_ready(send_queue_state& s, send_wait& w) noexcept;
 executor* send_queue_suspend(send_queue_state& s, send_wait& w, std::coroutine_handle<> h);
 void state_cancel(send_queue_state& s, std::uint64_t wait) noexcept;  // for cancel_on_stop
 [[noreturn]] void send_queue_throw(int error);
+// Takes `w` out of its queue's lists: its frame is being destroyed while it waits (an executor's shutdown).
+void send_queue_forget(send_queue_state& s, send_wait& w) noexcept;
 
 }  // namespace uring::detail
 
@@ -103,6 +106,9 @@ class send_queue {
         : state_(std::move(s)), wait_(w) {}
     awaitable(awaitable&& o) noexcept : state_(std::move(o.state_)), wait_(o.wait_) {}
     awaitable& operator=(awaitable&&) = delete;
+    ~awaitable() {
+      if (wait_.queued) detail::send_queue_forget(*state_, wait_);
+    }
 
     bool await_ready() noexcept { return detail::send_queue_ready(*state_, wait_); }
     template <class Promise>
