@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
                                          {"echo", "epoll"},
                                          {"send", "copy"},
                                          {"send_fixed", "raw_send"},
+                                         {"send_queue", "write_all"},
                                          {"chain_fsync", "raw_linked"},
                                          {"chain_write", "raw_linked"},
                                          {"chain_nop", "raw_linked"},

@@ -157,6 +157,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
       {"sqpoll", f.sqpoll, 5, 11},
       {"recv_bundle", f.recv_bundle, 6, 10},
       {"recv_incremental", f.recv_incremental, 6, 12},
+      {"send_bundle", f.send_bundle, 6, 10},
       {"SUBMIT_ALL", uring::any(f.setup_flags & uring::ring_flags::submit_all), 5, 18},
       {"COOP_TASKRUN", uring::any(f.setup_flags & uring::ring_flags::coop_taskrun), 5, 19},
       {"SINGLE_ISSUER", uring::any(f.setup_flags & uring::ring_flags::single_issuer), 6, 0},
@@ -169,7 +170,7 @@ TEST(KernelFeatures, FindsEveryFeatureThisKernelIsNewEnoughFor) {
     ++checked;
   }
   if (release_at_least(f.kernel_release, 6, 13)) {
-    EXPECT_EQ(checked, 19);
+    EXPECT_EQ(checked, 20);
   }
 }
 
@@ -238,18 +239,18 @@ TEST(KernelFeaturesJson, FakeKernelExactly) {
   f.buf_ring = true;
   f.reasons["msg_ring"] = "said \"no\"";
   f.reasons["eventfd_register"] = "EPERM";
-  EXPECT_EQ(
-      uring::to_json(f),
-      "{\"kernel_release\":\"4.19 \\\"old\\\"\",\"io_uring_usable\":false,\"setup_errno\":38,"
-      "\"reason\":\"blocked by C:\\\\policy\\n\\t\\u0001 \xe2\x80\x94 done\",\"feature_bits\":3,"
-      "\"features\":[\"SINGLE_MMAP\",\"NODROP\"],\"opcodes\":[\"NOP\",\"op200\"],"
-      "\"registered_ring_fd\":false,\"setup_flags\":[\"COOP_TASKRUN\"],\"msg_ring\":false,"
-      "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
-      "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
-      "\"multishot_timeout\":false,\"read_multishot\":false,\"registered_buffers\":false,"
-      "\"send_fixed_buf\":false,\"napi\":false,\"epoll_busy_poll\":false,\"sqpoll\":false,"
-      "\"recv_bundle\":false,\"recv_incremental\":false,\"reasons\":{\"eventfd_register\":\"EPERM\",\"msg_"
-      "ring\":\"said \\\"no\\\"\"}}");
+  EXPECT_EQ(uring::to_json(f),
+            "{\"kernel_release\":\"4.19 \\\"old\\\"\",\"io_uring_usable\":false,\"setup_errno\":38,"
+            "\"reason\":\"blocked by C:\\\\policy\\n\\t\\u0001 \xe2\x80\x94 done\",\"feature_bits\":3,"
+            "\"features\":[\"SINGLE_MMAP\",\"NODROP\"],\"opcodes\":[\"NOP\",\"op200\"],"
+            "\"registered_ring_fd\":false,\"setup_flags\":[\"COOP_TASKRUN\"],\"msg_ring\":false,"
+            "\"send_msg_ring\":false,\"msg_ring_flags_pass\":false,\"eventfd_register\":false,"
+            "\"buf_ring\":true,\"multishot_accept\":false,\"multishot_recv\":false,\"send_zc\":false,"
+            "\"multishot_timeout\":false,\"read_multishot\":false,\"registered_buffers\":false,"
+            "\"send_fixed_buf\":false,\"napi\":false,\"epoll_busy_poll\":false,\"sqpoll\":false,"
+            "\"recv_bundle\":false,\"recv_incremental\":false,\"send_bundle\":false,\"reasons\":{\"eventfd_"
+            "register\":\"EPERM\",\"msg_"
+            "ring\":\"said \\\"no\\\"\"}}");
   EXPECT_EQ(json_structure_error(uring::to_json(f)), "");
 }
 
@@ -267,6 +268,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
             "\"msg_ring\":true,\"send_msg_ring\":false,\"buf_ring\":true,\"linked_chains\":true,"
             "\"multishot_timeout\":false,\"read_multishot\":false,\"sqpoll\":false,\"recv_bundle\":false,"
             "\"recv_incremental\":false,"
+            "\"send_bundle\":false,"
             "\"allowed_ops\":[],"
             "\"notes\":[\"say \\\"no\\\" to C:\\\\temp\",\"second\"]}");
 
@@ -276,6 +278,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
             "{\"backend\":\"emulated\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
             "\"read_multishot\":false,\"sqpoll\":false,\"recv_bundle\":false,\"recv_incremental\":false,"
+            "\"send_bundle\":false,"
             "\"allowed_ops\":[],\"notes\":[]}");
 
   // A restricted plan lists the allowed operations by our names, msg_ring last.
@@ -286,6 +289,7 @@ TEST(KernelFeaturesJson, PlanExactly) {
             "{\"backend\":\"native\",\"flags\":[],\"register_ring_fd\":false,\"msg_ring\":false,"
             "\"send_msg_ring\":false,\"buf_ring\":false,\"linked_chains\":false,\"multishot_timeout\":false,"
             "\"read_multishot\":false,\"sqpoll\":false,\"recv_bundle\":false,\"recv_incremental\":false,"
+            "\"send_bundle\":false,"
             "\"allowed_ops\":[\"nop\","
             "\"read\",\"msg_ring\"],"
             "\"notes\":[]}");

@@ -43,7 +43,14 @@ kernel_features full_kernel() {
   k.setup_flags = kAllFlags;
   k.msg_ring = k.send_msg_ring = k.eventfd_register = k.buf_ring = true;
   k.multishot_accept = k.multishot_recv = k.send_zc = k.multishot_timeout = k.read_multishot = k.recv_bundle =
-      k.recv_incremental = true;
+      k.recv_incremental = k.send_bundle = true;
+  return k;
+}
+
+// `k` without bundled sends, for a reason the probe recorded.
+kernel_features without_send_bundles(kernel_features k) {
+  k.send_bundle = false;
+  k.reasons["send_bundle"] = "IORING_OP_SEND (bundle): EINVAL";
   return k;
 }
 
@@ -306,6 +313,25 @@ const plan_case kCases[] = {
                   .send_msg_ring = true,
                   .notes = {"read_stream: IORING_OP_READ_MULTISHOT unavailable on kernel 6.18-fake (6.7+): "
                             "IORING_OP_READ_MULTISHOT: EINVAL; one read per chunk"}}},
+    {.name = "SendBundlesDisabledByRequest",
+     .kernel = full_kernel(),
+     .request = disabling(feature::send_bundle),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes = {"send_queue: bundled send disabled by request"}}},
+    {.name = "KernelWithoutSendBundles",
+     .kernel = without_send_bundles(full_kernel()),
+     .expected = {.backend = kNative,
+                  .flags = kDefaultFlags,
+                  .register_ring_fd = true,
+                  .msg_ring = true,
+                  .send_msg_ring = true,
+                  .notes =
+                      {"send_queue: bundled send unavailable on kernel 6.18-fake (6.10+): IORING_OP_SEND "
+                       "(bundle): EINVAL"}}},
     {.name = "BundlesDisabledByRequest",
      .kernel = full_kernel(),
      .request = disabling(feature::recv_bundle),
@@ -403,6 +429,12 @@ TEST_P(MakePlan, DecidesAndExplains) {
                                     c.overrides.disable.contains(feature::recv_incremental);
   EXPECT_EQ(plan.recv_incremental,
             !incremental_disabled && plan.backend == kNative && plan.buf_ring && c.kernel.recv_incremental)
+      << shown;
+  // Send bundles: natively with the ring and the kernel's bundles, unless disabled; never emulated.
+  const bool send_bundles_disabled =
+      c.request.disable.contains(feature::send_bundle) || c.overrides.disable.contains(feature::send_bundle);
+  EXPECT_EQ(plan.send_bundle,
+            !send_bundles_disabled && plan.backend == kNative && plan.buf_ring && c.kernel.send_bundle)
       << shown;
   ASSERT_EQ(plan.notes.size(), want.notes.size()) << shown;
   for (std::size_t i = 0; i < want.notes.size(); ++i) {

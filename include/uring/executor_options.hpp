@@ -66,6 +66,8 @@ enum class feature : std::uint32_t {
   recv_bundle = 1u << 14,  // a leased receive filling several pool buffers at once (IORING_RECVSEND_BUNDLE)
   recv_incremental =
       1u << 15,  // pool buffers shared by many chunks, consumed by the kernel (IOU_PBUF_RING_INC)
+  send_bundle =
+      1u << 16,  // a send_queue's bundled send from a buffer ring of its own (IORING_RECVSEND_BUNDLE)
 };
 
 class feature_set {

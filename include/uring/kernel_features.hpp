@@ -57,13 +57,16 @@ struct kernel_features {
   // IOU_PBUF_RING_INC: a buffer ring consumed incrementally, each completion continuing where the last one
   // from the same buffer ended, flagged IORING_CQE_F_BUF_MORE while the kernel keeps the buffer (6.12+)
   bool recv_incremental = false;
+  // IORING_RECVSEND_BUNDLE on a send with buffer selection: one send takes every buffer queued in a ring,
+  // in order, and completes once with the bytes of all of them (6.10+)
+  bool send_bundle = false;
   // Why a feature above is off, or the opcode list empty, where the probe learnt more than "this kernel
   // lacks it": the call that failed, its errno and the usual cause, by the feature's name in to_json
   // ("opcodes", "registered_ring_fd", "setup_flags", "msg_ring", "send_msg_ring", "msg_ring_flags_pass",
   // "eventfd_register", "buf_ring", "multishot_accept", "multishot_recv", "send_zc", "multishot_timeout",
   // "read_multishot", "registered_buffers", "send_fixed_buf", "napi", "epoll_busy_poll", "sqpoll",
-  // "recv_bundle", "recv_incremental"). A sandbox that denies io_uring_register, or a small RLIMIT_MEMLOCK,
-  // shows up here feature by feature.
+  // "recv_bundle", "recv_incremental", "send_bundle"). A sandbox that denies io_uring_register, or a small
+  // RLIMIT_MEMLOCK, shows up here feature by feature.
   std::map<std::string, std::string> reasons;
 
   [[nodiscard]] bool supports(unsigned opcode) const noexcept { return opcode < 256 && opcodes.test(opcode); }

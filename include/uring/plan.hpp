@@ -42,6 +42,7 @@ struct executor_plan {
   bool sqpoll = false;             // native: executor_options::sqpoll applied (IORING_SETUP_SQPOLL)
   bool recv_bundle = false;        // a leased receive may fill several pool buffers at once
   bool recv_incremental = false;   // an incremental pool's ring is consumed by the kernel (IOU_PBUF_RING_INC)
+  bool send_bundle = false;        // send_queue by bundled sends from a buffer ring (else one sendmsg each)
   op_allowlist allowed_ops;        // executor_options::allowed_ops (native: also the kernel's)
   std::vector<std::string> notes;  // each fallback or override, with its reason
 };

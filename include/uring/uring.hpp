@@ -29,6 +29,7 @@
 #include "uring/net/buffer_pool.hpp"
 #include "uring/net/leased_recv.hpp"
 #include "uring/net/resolve.hpp"
+#include "uring/net/send_queue.hpp"
 #include "uring/net/socket.hpp"
 #include "uring/net/socket_ops.hpp"
 #include "uring/net/tcp_listener.hpp"

@@ -303,6 +303,7 @@ struct executor_core {
   static bool zero_copy_send(const executor& ex) noexcept { return ex.impl_->plan.send_zc; }
   static bool recv_bundle(const executor& ex) noexcept { return ex.impl_->plan.recv_bundle; }
   static bool recv_incremental(const executor& ex) noexcept { return ex.impl_->plan.recv_incremental; }
+  static bool send_bundle(const executor& ex) noexcept { return ex.impl_->plan.send_bundle; }
 
   // fixed_buffers.cpp: the ring's table of registered buffers (backend::register_buffers), and the set
   // told of its tags (null fn: none).

@@ -46,6 +46,29 @@ std::atomic<std::uint16_t> g_next_group{1};
 
 }  // namespace
 
+ring_mapping map_ring(std::uint32_t count, std::uint32_t size, const char* who) {
+  ring_mapping m;
+  m.entries = round_up_pow2(count);
+  const std::size_t ring_bytes = page_round(m.entries * sizeof(io_uring_buf));
+  m.mapped = ring_bytes + page_round(std::size_t{count} * size);
+  m.memory = ::mmap(nullptr, m.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m.memory == MAP_FAILED)
+    throw std::system_error(errno, std::system_category(), std::string(who) + ": mmap");
+  m.slots = static_cast<io_uring_buf_ring*>(m.memory);
+  m.buffers = static_cast<char*>(m.memory) + ring_bytes;
+  return m;
+}
+
+int register_ring(executor& ex, const ring_mapping& m, std::uint16_t& group, unsigned flags) {
+  int r = -EEXIST;
+  for (unsigned tries = 0; tries < 65536 && r == -EEXIST; ++tries) {
+    const std::uint16_t g = g_next_group.fetch_add(1, std::memory_order_relaxed);
+    r = executor_core::register_buf_ring(ex, m.slots, m.entries, g, flags);
+    if (r == 0) group = g;
+  }
+  return r;
+}
+
 pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_ring, std::uint32_t limit,
                        bool inc)
     : ex(&e),
@@ -70,14 +93,12 @@ pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_
     // Without the kernel's incremental rings, carve in-process rather than give up the memory behaviour.
     use_ring = use_ring && executor_core::recv_incremental(e);
   }
-  const std::uint32_t entries = round_up_pow2(n);
-  const std::size_t ring_bytes = page_round(entries * sizeof(io_uring_buf));
-  mapped = ring_bytes + page_round(std::size_t{n} * sz);
-  memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) throw std::system_error(errno, std::system_category(), "buffer_pool: mmap");
-  slots = static_cast<io_uring_buf_ring*>(memory);
-  buffers = static_cast<char*>(memory) + ring_bytes;
-  mask = static_cast<unsigned>(io_uring_buf_ring_mask(entries));
+  const ring_mapping m = map_ring(n, sz, "buffer_pool");
+  memory = m.memory;
+  mapped = m.mapped;
+  slots = m.slots;
+  buffers = m.buffers;
+  mask = static_cast<unsigned>(io_uring_buf_ring_mask(m.entries));
 
   if (use_ring) {
     io_uring_buf_ring_init(slots);
@@ -88,19 +109,13 @@ pool_state::pool_state(executor& e, std::uint32_t n, std::uint32_t sz, bool use_
       ring_pos[i] = static_cast<std::uint16_t>(i);
     }
     io_uring_buf_ring_advance(slots, static_cast<int>(n));
-    for (unsigned tries = 0; tries < 65536; ++tries) {
-      const std::uint16_t g = g_next_group.fetch_add(1, std::memory_order_relaxed);
-      const int r = executor_core::register_buf_ring(e, slots, entries, g, inc ? kPbufRingInc : 0);
-      if (r == -EEXIST) continue;
-      if (r == 0) {
-        ring = true;
-        group = g;
-        in_ring = n;
-      } else if (r != -EOPNOTSUPP && r != -EINVAL) {
-        ::munmap(memory, mapped);
-        throw std::system_error(-r, std::system_category(), "buffer_pool: io_uring_register_buf_ring");
-      }
-      break;  // -EOPNOTSUPP / -EINVAL: no buffer rings here; receive by plain recv
+    const int r = register_ring(e, m, group, inc ? kPbufRingInc : 0);
+    if (r == 0) {
+      ring = true;
+      in_ring = n;
+    } else if (r != -EOPNOTSUPP && r != -EINVAL) {  // those two: no buffer rings here; plain recv
+      ::munmap(memory, mapped);
+      throw std::system_error(-r, std::system_category(), "buffer_pool: io_uring_register_buf_ring");
     }
   }
   if (!ring) {

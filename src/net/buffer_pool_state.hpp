@@ -20,6 +20,21 @@ struct io_uring_buf_ring;
 
 namespace uring::detail {
 
+// One anonymous mapping for a provided-buffer ring and its buffers: the ring's slots first (page-aligned,
+// as the kernel requires), then `count` buffers of `size` bytes. Pages are backed only once touched.
+struct ring_mapping {
+  void* memory = nullptr;
+  std::size_t mapped = 0;
+  io_uring_buf_ring* slots = nullptr;
+  char* buffers = nullptr;
+  unsigned entries = 0;  // ring slots: count rounded up to a power of two
+};
+// Throws std::system_error("`who`: mmap") on failure.
+ring_mapping map_ring(std::uint32_t count, std::uint32_t size, const char* who);
+// Registers `m`'s slots with `ex`'s ring under a buffer group id of its own: 0 with the id in `group`, or
+// -errno (-EOPNOTSUPP or -EINVAL: no buffer rings here).
+int register_ring(executor& ex, const ring_mapping& m, std::uint16_t& group, unsigned flags = 0);
+
 // A stream receiving with the pool: it holds buffers (counted here, against the pool's per-stream limit),
 // and may wait for one to come back (its receive found the pool empty).
 struct pool_waiter {

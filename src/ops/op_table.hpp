@@ -111,6 +111,7 @@ void prep_read_fixed(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_write_fixed(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_send_fixed(io_uring_sqe* sqe, const io_request& r) noexcept;
 void prep_send_zc_fixed(io_uring_sqe* sqe, const io_request& r) noexcept;
+void prep_send_bundle(io_uring_sqe* sqe, const io_request& r) noexcept;
 int emulate_rw(io_request& r, emu_try& t);
 int emulate_readv(io_request& r, emu_try& t);
 int emulate_writev(io_request& r, emu_try& t);
@@ -339,6 +340,13 @@ inline constexpr op_row kOpTable[] = {
     // own pool instead (net::buffer_pool without a ring).
     {op_code::read_multishot, "read_multishot", kop::read_multishot, "6.7", e::none, true, false, false,
      prep_read_multishot, nullptr},
+    // fd, op_flags = MSG_* flags, len = buffer group (a provided-buffer ring of this ring, each slot's length
+    // the bytes to send from it). One send of every buffer queued in the group, in ring order from its head
+    // (IORING_RECVSEND_BUNDLE): the bytes sent, kCqeBuffer naming the first buffer; flagged kCqeMore when
+    // it goes on with buffers it could not take at once. -ENOBUFS when the group is empty. The emulation
+    // has no provided buffers: send_queue sends by sendmsg there.
+    {op_code::send_bundle, "send_bundle", kop::send, "6.10", e::none, true, true, false, prep_send_bundle,
+     nullptr},
 };
 
 [[nodiscard]] constexpr const op_row& op_info(op_code c) noexcept {

@@ -1,7 +1,7 @@
 // ops/socket_ops.cpp — the socket operations' rows: socket (plain, into a direct slot), bind, listen,
 // accept (plain, multishot, into direct slots), connect, recv, send, send_zc, recvmsg, sendmsg, shutdown
-// and the multishot receive into provided buffers, each as the native ring prepares it and as the emulation
-// runs it. ops/op_table.hpp says which fields each one reads.
+// and the multishot receive into provided buffers and the bundled send from them, each as the native ring
+// prepares it and as the emulation runs it. ops/op_table.hpp says which fields each one reads.
 #include <liburing.h>
 #include <sys/socket.h>
 
@@ -143,6 +143,13 @@ void prep_recv_multishot(io_uring_sqe* sqe, const io_request& r) noexcept {
     sqe->ioprio |= kRecvsendBundle;
     sqe->len = static_cast<std::uint32_t>(r.offset);
   }
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = static_cast<std::uint16_t>(r.len);
+}
+
+void prep_send_bundle(io_uring_sqe* sqe, const io_request& r) noexcept {
+  io_uring_prep_send(sqe, r.fd, nullptr, 0, static_cast<int>(r.op_flags));
+  sqe->ioprio |= kRecvsendBundle;
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = static_cast<std::uint16_t>(r.len);
 }

@@ -27,6 +27,7 @@ constexpr std::pair<feature, const char*> kFeatureNames[] = {
     {feature::sqpoll, "sqpoll"},
     {feature::recv_bundle, "recv_bundle"},
     {feature::recv_incremental, "recv_incremental"},
+    {feature::send_bundle, "send_bundle"},
 };
 
 }  // namespace

@@ -130,6 +130,7 @@ std::string to_string(const kernel_features& f) {
   out += std::string("sqpoll            ") + yes_no(f.sqpoll);
   out += std::string("recv bundle       ") + yes_no(f.recv_bundle);
   out += std::string("recv incremental  ") + yes_no(f.recv_incremental);
+  out += std::string("send bundle       ") + yes_no(f.send_bundle);
   for (const auto& [feature, why] : f.reasons) out += "why not: " + feature + ": " + why + "\n";
   out += "features         ";
   for (unsigned bit = 0; bit < 32; ++bit) {
@@ -278,6 +279,7 @@ std::string to_json(const kernel_features& f) {
       .boolean("sqpoll", f.sqpoll)
       .boolean("recv_bundle", f.recv_bundle)
       .boolean("recv_incremental", f.recv_incremental)
+      .boolean("send_bundle", f.send_bundle)
       .raw("reasons", reasons_object(f.reasons))
       .str();
 }
@@ -309,6 +311,7 @@ std::string to_json(const executor_plan& plan) {
       .boolean("sqpoll", plan.sqpoll)
       .boolean("recv_bundle", plan.recv_bundle)
       .boolean("recv_incremental", plan.recv_incremental)
+      .boolean("send_bundle", plan.send_bundle)
       .texts("allowed_ops", allowed_op_names(plan.allowed_ops))
       .texts("notes", plan.notes)
       .str();

@@ -359,6 +359,31 @@ std::optional<std::string> probe_recv_incremental() {
   return std::string();
 }
 
+// A bundled send (IORING_RECVSEND_BUNDLE with buffer selection) from a ring of 4 buffers: the one CQE must
+// carry all of them, in order from the first, and the peer must read exactly their bytes. A kernel before
+// 6.10 refuses the flag (EINVAL).
+std::optional<std::string> probe_send_bundle() {
+  constexpr auto kAll = static_cast<std::int32_t>(buffer_ring::kEntries * buffer_ring::kBufferSize);
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
+  unique_fd ours(sv[0]), peer(sv[1]);
+  std::optional<completion> got;
+  std::optional<std::string> ran = run_from_buffer_ring(
+      ours.get(), peer.get(), {},
+      [](io_uring_sqe* s, int fd) {
+        io_uring_prep_send(s, fd, nullptr, 0, MSG_NOSIGNAL);
+        s->ioprio |= detail::kRecvsendBundle;
+      },
+      got);
+  if (!ran || !ran->empty()) return ran;
+  if (!got || got->user_data != kOpTag || got->res < 0) return op_failure("IORING_OP_SEND (bundle)", got);
+  char sink[kAll + 1];
+  const ssize_t n = ::recv(peer.get(), sink, sizeof sink, MSG_DONTWAIT);
+  if (got->res != kAll || n != kAll || (got->flags >> IORING_CQE_BUFFER_SHIFT) != 0)
+    return "bundled send: one completion did not send every queued buffer";
+  return std::string();
+}
+
 // A multishot timeout of 1 us for two periods: the first CQE must say -ETIME and IORING_CQE_F_MORE.
 std::string probe_multishot_timeout() {
   scratch_ring ring;
@@ -487,6 +512,10 @@ kernel_features probe_kernel() {
     f.recv_incremental =
         has(f, "recv_incremental", "buf_ring", f.buf_ring) &&
         worked(f, "recv_incremental", why_not ? *why_not : "untried: no socket pair for the probe");
+  }
+  if (maybe_supported(f, IORING_OP_SEND)) {
+    std::optional<std::string> why_not = probe_send_bundle();
+    f.send_bundle = worked(f, "send_bundle", why_not ? *why_not : "untried: no socket pair for the probe");
   }
   f.multishot_timeout = worked(f, "multishot_timeout", probe_multishot_timeout());
   if (maybe_supported(f, detail::kOpReadMultishot)) {

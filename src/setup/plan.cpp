@@ -99,6 +99,7 @@ void plan_sqpoll(const kernel_features& kernel, const executor_options& request,
 
 void plan_recv_bundle(const kernel_features& kernel, feature_set disabled, executor_plan& plan);
 void plan_recv_incremental(const kernel_features& kernel, feature_set disabled, executor_plan& plan);
+void plan_send_bundle(const kernel_features& kernel, feature_set disabled, executor_plan& plan);
 
 // The rest of an emulated plan: its notes on the options that mean something else there.
 void plan_emulated(const kernel_features& kernel, const executor_options& request, feature_set disabled,
@@ -107,6 +108,7 @@ void plan_emulated(const kernel_features& kernel, const executor_options& reques
     plan.notes.push_back(restriction_note(request.allowed_ops, plan.backend));
   plan_recv_bundle(kernel, disabled, plan);
   plan_recv_incremental(kernel, disabled, plan);
+  plan_send_bundle(kernel, disabled, plan);
   plan_napi(kernel, request, disabled, plan);
   if (request.sqpoll.enabled) plan.notes.push_back("sqpoll: native only; the emulation submits in-process");
 }
@@ -141,6 +143,23 @@ void plan_recv_incremental(const kernel_features& kernel, feature_set disabled, 
                          "; incremental pools carve their buffers in-process, without a ring");
   } else {
     plan.recv_incremental = plan.buf_ring;  // without the ring, its own note says why
+  }
+}
+
+// Bundled sends of a send_queue: natively one send takes every buffer queued in the queue's own buffer
+// ring; else (emulated too) one sendmsg of the queued buffers, with the same order and bounds.
+void plan_send_bundle(const kernel_features& kernel, feature_set disabled, executor_plan& plan) {
+  if (disabled.contains(feature::send_bundle)) {
+    plan.notes.push_back(
+        "send_queue: bundled send disabled by request; one sendmsg of the queued buffers each");
+  } else if (plan.backend == backend_kind::emulated) {
+    // No buffer rings there, as for every ring feature (docs/emulation.md): no note of its own.
+  } else if (plan.buf_ring && !kernel.send_bundle) {
+    plan.notes.push_back("send_queue: bundled send unavailable on kernel " + kernel.kernel_release +
+                         " (6.10+)" + because(kernel, "send_bundle") +
+                         "; one sendmsg of the queued buffers each");
+  } else {
+    plan.send_bundle = plan.buf_ring;  // without the ring, its own note says why
   }
 }
 
@@ -267,6 +286,7 @@ executor_plan make_plan(const kernel_features& kernel, const executor_options& r
   plan.send_zc = kernel.send_zc && !disabled.contains(feature::send_zc);
   plan_recv_bundle(kernel, disabled, plan);
   plan_recv_incremental(kernel, disabled, plan);
+  plan_send_bundle(kernel, disabled, plan);
   plan_napi(kernel, request, disabled, plan);
   plan_sqpoll(kernel, request, disabled, plan);
   return plan;

@@ -64,9 +64,10 @@ enum class op_code : std::uint8_t {
   send_fixed,
   send_zc_fixed,
   read_multishot,
+  send_bundle,
 };
 
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::read_multishot) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(op_code::send_bundle) + 1;
 
 // A set of op_codes of any size the enum grows to: one bit each.
 class op_set {
