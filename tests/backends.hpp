@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -52,14 +53,23 @@ inline std::vector<backend_config> messaging_backends() {
   return configs;
 }
 
-// Every backend, plus native with `f` disabled (its fallback on a real ring), named `name`.
-inline std::vector<backend_config> backends_and_native_without(feature f, const char* name) {
+// Every backend, plus native with each feature given disabled (its fallback on a real ring), named as given.
+struct native_without {
+  feature off;
+  const char* name;
+};
+inline std::vector<backend_config> backends_and_native_without(std::initializer_list<native_without> extra) {
   auto configs = all_backends();
-  executor_options without;
-  without.backend = backend_kind::native;
-  without.disable = f;
-  configs.push_back({name, without});
+  for (const native_without& e : extra) {
+    executor_options without;
+    without.backend = backend_kind::native;
+    without.disable = e.off;
+    configs.push_back({e.name, without});
+  }
   return configs;
+}
+inline std::vector<backend_config> backends_and_native_without(feature f, const char* name) {
+  return backends_and_native_without({{f, name}});
 }
 
 class backend_test : public ::testing::TestWithParam<backend_config> {

@@ -19,12 +19,8 @@
 namespace uring::test {
 
 inline std::vector<backend_config> leased_recv_backends() {
-  auto configs = backends_and_native_without(feature::buf_ring, "native_no_buf_ring");
-  executor_options without;
-  without.backend = backend_kind::native;
-  without.disable = feature::recv_bundle;
-  configs.push_back({"native_no_recv_bundle", without});
-  return configs;
+  return backends_and_native_without(
+      {{feature::buf_ring, "native_no_buf_ring"}, {feature::recv_bundle, "native_no_recv_bundle"}});
 }
 
 class LeasedRecv : public backend_test {

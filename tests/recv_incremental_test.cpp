@@ -22,17 +22,12 @@ namespace {
 
 using namespace uring::test;  // NOLINT: the shared test helpers
 using namespace uring::net;   // NOLINT
-using uring::executor_options;
 using uring::feature;
 using uring::task;
 
 std::vector<backend_config> incremental_backends() {
-  auto configs = backends_and_native_without(feature::buf_ring, "native_no_buf_ring");
-  executor_options without;
-  without.backend = uring::backend_kind::native;
-  without.disable = feature::recv_incremental;
-  configs.push_back({"native_no_recv_incremental", without});
-  return configs;
+  return backends_and_native_without(
+      {{feature::buf_ring, "native_no_buf_ring"}, {feature::recv_incremental, "native_no_recv_incremental"}});
 }
 
 class RecvIncremental : public backend_test {
