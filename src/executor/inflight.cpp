@@ -23,19 +23,29 @@ std::uint32_t coarse_now_ms() noexcept {
 }
 
 bool op_queue::grow_live() noexcept {
-  const std::uint32_t capacity = live_capacity == 0 ? 64 : live_capacity * 2;
+  const std::uint32_t capacity = live_capacity < 64 ? 64 : live_capacity * 2;
   if (capacity <= live_capacity) return false;
-  void* grown = std::realloc(static_cast<void*>(live), std::size_t{capacity} * sizeof(operation*));
+  void* old = live == &unlisted_slot ? nullptr : static_cast<void*>(live);
+  void* grown = std::realloc(old, std::size_t{capacity} * sizeof(operation*));
   if (grown == nullptr) return false;
   live = static_cast<operation**>(grown);
+  if (old == nullptr) live[0] = unlisted_slot;
   live_capacity = capacity;
   return true;
 }
 
+void op_queue::reset_live() noexcept {
+  // Every slot free and unlinked: a completion still to come finds no operation at its slot.
+  for (std::uint32_t i = 1; i < live_count; ++i) live[i] = free_link(0);
+  live_count = 1;
+  free_slot = 0;
+}
+
 void op_queue::free_live() noexcept {
-  std::free(static_cast<void*>(live));
-  live = nullptr;
-  live_count = live_capacity = 0;
+  if (live != &unlisted_slot) std::free(static_cast<void*>(live));
+  live = &unlisted_slot;
+  live_count = live_capacity = 1;
+  free_slot = 0;
 }
 
 inflight_op describe(const operation& op, std::uint32_t now) {
@@ -55,7 +65,9 @@ std::vector<inflight_op> snapshot(const op_queue& q) {
   const std::uint32_t now = coarse_now_ms();
   std::vector<inflight_op> out;
   out.reserve(q.live_count);
-  for (std::uint32_t i = 0; i < q.live_count; ++i) out.push_back(describe(*q.live[i], now));
+  for (std::uint32_t i = 1; i < q.live_count; ++i) {
+    if (!op_queue::is_free(q.live[i])) out.push_back(describe(*q.live[i], now));
+  }
   return out;
 }
 

@@ -249,39 +249,62 @@ struct op_queue {
   }
 
   // The in-flight registry (executor::inflight): every user operation from its start to its final
-  // completion, in a dense array, so that adding one is two stores and removing one moves the last into
-  // its place. An operation not found at its slot (the executor's own, or one whose registry was reset at
-  // shutdown) is left alone, so a stale slot never touches the array.
-  operation** live = nullptr;
-  std::uint32_t live_count = 0;
-  std::uint32_t live_capacity = 0;
-  std::uint32_t now_ms = 0;  // CLOCK_MONOTONIC_COARSE in ms, read once per turn
-  std::uint32_t now_us = 0;  // CLOCK_MONOTONIC in µs, read once per turn with latency histograms, else 0
+  // completion, by its slot in an array. A free slot holds the next free one (index << 1 | 1), so that
+  // listing and removing an operation take a handful of stores and never move another entry. Slot 0 is
+  // never handed out: it marks an operation that is not listed (the executor's own, live_slot 0).
+  operation* unlisted_slot = free_link(0);
+  operation** live = &unlisted_slot;
+  std::uint32_t live_count = 1;  // slots handed out so far, free ones included
+  std::uint32_t live_capacity = 1;
+  std::uint32_t free_slot = 0;  // the first free slot below live_count, 0 if none
+  std::uint32_t now_ms = 0;     // CLOCK_MONOTONIC_COARSE in ms, read once per turn
+  std::uint32_t now_us = 0;     // CLOCK_MONOTONIC in µs, read once per turn with latency histograms, else 0
 
+  op_queue() = default;
+  op_queue(const op_queue&) = delete;  // `live` may point into it
+  op_queue& operator=(const op_queue&) = delete;
+
+  static operation* free_link(std::uint32_t next) noexcept {
+    return reinterpret_cast<operation*>(std::uintptr_t{next} << 1 | 1u);
+  }
+  static bool is_free(const operation* entry) noexcept {
+    return (reinterpret_cast<std::uintptr_t>(entry) & 1u) != 0;
+  }
   [[nodiscard]] bool listed(const operation& op) const noexcept {
     return op.live_slot < live_count && live[op.live_slot] == &op;
   }
   [[gnu::always_inline]] void enlist(operation& op) noexcept {
-    if (live_count == live_capacity && !grow_live()) [[unlikely]]
-      return;  // out of memory: the operation runs unlisted
-    op.live_slot = live_count;
-    op.since_ms = now_ms;
-    op.since_us = now_us;
+    std::uint32_t at = free_slot;
+    if (at != 0) [[likely]] {
+      free_slot = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(live[at]) >> 1);
+    } else {
+      if (live_count == live_capacity && !grow_live()) [[unlikely]] {
+        op.live_slot = 0;  // out of memory: the operation runs unlisted
+        return;
+      }
+      at = live_count++;
+    }
+    op.live_slot = at;
+    static_assert(offsetof(operation, since_us) == offsetof(operation, since_ms) + 4 &&
+                  offsetof(op_queue, now_us) == offsetof(op_queue, now_ms) + 4);
+    std::memcpy(&op.since_ms, &now_ms, 8);  // both clocks in one store
     op.cancel_sent = false;
     op.reported = false;
-    live[live_count++] = &op;
+    live[at] = &op;
   }
+  // An operation not found at its slot (not listed, or its registry was reset at shutdown) is left alone,
+  // so a stale slot never frees a slot twice.
   [[gnu::always_inline]] void delist(operation& op) noexcept {
     const std::uint32_t at = op.live_slot;
-    if (at >= live_count || live[at] != &op) [[unlikely]]
+    if (live[at] != &op) [[unlikely]]
       return;
-    operation* last = live[--live_count];
-    live[at] = last;
-    last->live_slot = at;
+    live[at] = free_link(free_slot);
+    free_slot = at;
   }
-  // Doubles the array (defined in src/executor/inflight.cpp); false if memory ran out.
+  // Doubles the array (src/executor/inflight.cpp); false if memory ran out.
   bool grow_live() noexcept;
-  void reset_live() noexcept { live_count = 0; }
+  // The shutdown: what is still listed may sit in a frame freed next.
+  void reset_live() noexcept;
   void free_live() noexcept;  // the executor's destructor
 
   // The one encoding of a nop, read or write SQE (sqe_image's layout, into the eight words at `w`): the
