@@ -40,7 +40,7 @@
 
 #include "uring/detail/remote.hpp"
 
-#include "uring/detail/operation.hpp"
+#include "uring/detail/op_queue.hpp"
 #include "uring/executor_histograms.hpp"
 #include "uring/executor_options.hpp"
 #include "uring/task.hpp"

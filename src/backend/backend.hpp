@@ -20,7 +20,7 @@
 
 #include "backend/napi.hpp"
 #include "setup/liburing_compat.hpp"
-#include "uring/detail/operation.hpp"
+#include "uring/detail/op_queue.hpp"
 #include "uring/executor.hpp"
 #include "uring/plan.hpp"
 

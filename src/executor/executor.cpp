@@ -118,7 +118,7 @@ executor::~executor() {
   if (!impl_->quiesced_final) impl_->quiesce();
   impl_->hub->settle();
   impl_->release_frames();
-  queue_.free_live();
+  queue_.live.release();
   detail::t_running = outer;
   impl_->doorbell_fd = -1;
   impl_->cq = {};  // nothing may read the ring after this

@@ -22,30 +22,53 @@ std::uint32_t coarse_now_ms() noexcept {
                                     static_cast<std::uint64_t>(ts.tv_nsec) / 1'000'000);
 }
 
-bool op_queue::grow_live() noexcept {
-  const std::uint32_t capacity = live_capacity < 64 ? 64 : live_capacity * 2;
-  if (capacity <= live_capacity) return false;
-  void* old = live == &unlisted_slot ? nullptr : static_cast<void*>(live);
+void live_registry::add_back(operation& op) noexcept {
+  std::uint32_t at = free_slot;
+  if (at != 0) {
+    free_slot = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(back[at]) >> 1);
+  } else {
+    if (back_count == back_capacity && !grow_back()) {
+      op.live_slot = 0;  // out of memory: the operation runs unlisted
+      return;
+    }
+    at = back_count++;
+  }
+  op.live_slot = at;
+  back[at] = &op;
+}
+
+// A stale slot (the operation went to the front since, or the registry was reset) holds another entry
+// or a free link: left alone, so no slot is freed twice.
+void live_registry::remove_back(operation& op) noexcept {
+  const std::uint32_t at = op.live_slot;
+  if (at >= back_count || back[at] != &op) return;
+  back[at] = free_link(free_slot);
+  free_slot = at;
+}
+
+bool live_registry::grow_back() noexcept {
+  const std::uint32_t capacity = back_capacity < 64 ? 64 : back_capacity * 2;
+  if (capacity <= back_capacity) return false;
+  void* old = back == &no_slot ? nullptr : static_cast<void*>(back);
   void* grown = std::realloc(old, std::size_t{capacity} * sizeof(operation*));
   if (grown == nullptr) return false;
-  live = static_cast<operation**>(grown);
-  if (old == nullptr) live[0] = unlisted_slot;
-  live_capacity = capacity;
+  back = static_cast<operation**>(grown);
+  if (old == nullptr) back[0] = no_slot;
+  back_capacity = capacity;
   return true;
 }
 
-void op_queue::reset_live() noexcept {
-  // Every slot free and unlinked: a completion still to come finds no operation at its slot.
-  for (std::uint32_t i = 1; i < live_count; ++i) live[i] = free_link(0);
-  live_count = 1;
+void live_registry::reset() noexcept {
+  for (operation*& entry : front) entry = nullptr;
+  back_count = 1;
   free_slot = 0;
 }
 
-void op_queue::free_live() noexcept {
-  if (live != &unlisted_slot) std::free(static_cast<void*>(live));
-  live = &unlisted_slot;
-  live_count = live_capacity = 1;
-  free_slot = 0;
+void live_registry::release() noexcept {
+  reset();
+  if (back != &no_slot) std::free(static_cast<void*>(back));
+  back = &no_slot;
+  back_capacity = 1;
 }
 
 inflight_op describe(const operation& op, std::uint32_t now) {
@@ -64,10 +87,7 @@ namespace {
 std::vector<inflight_op> snapshot(const op_queue& q) {
   const std::uint32_t now = coarse_now_ms();
   std::vector<inflight_op> out;
-  out.reserve(q.live_count);
-  for (std::uint32_t i = 1; i < q.live_count; ++i) {
-    if (!op_queue::is_free(q.live[i])) out.push_back(describe(*q.live[i], now));
-  }
+  q.live.for_each([&](const operation& op) { out.push_back(describe(op, now)); });
   return out;
 }
 

@@ -128,7 +128,7 @@ void executor::impl::drain_cancelled() {
 
 void executor::impl::release_frames() noexcept {
   queue.set_closed(true);
-  queue.reset_live();  // what is still listed (an orphaned zero-copy send) may sit in a frame freed here
+  queue.live.reset();  // what is still listed (an orphaned zero-copy send) may sit in a frame freed here
   while (spawned.next != &spawned) {
     detail::spawn_node* node = spawned.next;
     unlink(*node);

@@ -37,14 +37,12 @@ void executor::impl::report_stuck() noexcept {
   try {
     // Gathered first: a report may start or cancel operations, which moves entries of the registry.
     std::vector<inflight_op> stuck;
-    for (std::uint32_t i = 1; i < queue.live_count; ++i) {
-      if (detail::op_queue::is_free(queue.live[i])) continue;
-      detail::operation& op = *queue.live[i];
+    queue.live.for_each([&](detail::operation& op) {
       // A timer's age is what it was asked for, not a sign of trouble.
-      if (op.reported || op.request.code == detail::op_code::timeout || now - op.since_ms < limit) continue;
+      if (op.reported || op.request.code == detail::op_code::timeout || now - op.since_ms < limit) return;
       op.reported = true;
       stuck.push_back(detail::describe(op, now));
-    }
+    });
     for (const inflight_op& op : stuck) {
       if (on_stuck) {
         on_stuck(op);

@@ -12,6 +12,7 @@
 #include "ops/op_table.hpp"
 #include "ops/syscall.hpp"
 #include "setup/liburing_compat.hpp"
+#include "uring/detail/op_queue.hpp"
 
 namespace uring::detail {
 
