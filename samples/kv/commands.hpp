@@ -152,7 +152,10 @@ inline constexpr std::uint64_t min_input_limit = 1024 * 1024;
 // 1000, kb 1024). Null if it is not one; UINT64_MAX if it overflows.
 std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept;
 
-// The number of commands uring-kv knows (COMMAND COUNT).
+// Whether `key` matches the glob `pattern` as Redis's stringmatchlen (KEYS, SCAN MATCH, COMMAND LIST).
+bool matches(std::string_view pattern, std::string_view key);
+
+// The number of commands uring-kv knows (COMMAND COUNT: command_table's, command_info.cpp).
 std::size_t command_count() noexcept;
 
 }  // namespace kv
