@@ -60,6 +60,28 @@ def cases():
         ["COMMAND", "HELP"], ["COMMAND", "HELP", "x"], ["COMMAND", "help"],
         ["MULTI"], ["COMMAND", "GETKEYS", "get", "a"], ["COMMAND", "INFO", "get"], ["EXEC"],
     ]
+    yield "config", [
+        ["CONFIG", "SET", "proto-max-bulk-len", "2mb"], ["CONFIG", "GET", "proto-max-bulk-len"],
+        ["CONFIG", "SET", "Proto-Max-Bulk-Len", "3000000", "client-query-buffer-limit", "4MB"],
+        ["CONFIG", "GET", "proto-max-bulk-len"], ["CONFIG", "GET", "client-query-buffer-limit"],
+        ["CONFIG", "SET", "nosuch", "1"], ["CONFIG", "SET", "proto-max-bulk-len", "x", "nosuch", "1"],
+        ["CONFIG", "SET", "proto-max-bulk-len", "1mb", "PROTO-MAX-BULK-LEN", "2mb"],
+        ["CONFIG", "SET", "PROTO-max-bulk-len", "x"], ["CONFIG", "SET", "proto-max-bulk-len", "10"],
+        ["CONFIG", "SET", "proto-max-bulk-len", "99999999999999999999"],
+        ["CONFIG", "SET", "client-query-buffer-limit", "1048575"], ["CONFIG", "SET", "client-query-buffer-limit", "1kb"],
+        ["CONFIG", "SET", "proto-max-bulk-len", "5mb", "client-query-buffer-limit", "x"],
+        ["CONFIG", "GET", "proto-max-bulk-len"], ["CONFIG", "SET", "proto-max-bulk-len"],
+        ["CONFIG", "SET", "proto-max-bulk-len", "1mb", "x"], ["CONFIG", "SET"],
+        ["CONFIG", "SET", "appendonly", "no"], ["CONFIG", "SET", "APPENDONLY", "NO"],
+        ["CONFIG", "SET", "appendonly", "maybe"], ["CONFIG", "SET", "save", ""], ["CONFIG", "SET", "save", "3600"],
+        ["CONFIG", "SET", "save", "-1 1"], ["CONFIG", "SET", "save", "1 x"], ["CONFIG", "SET", "save", " "],
+        ["CONFIG", "SET", "appendonly", "no", "save", ""], ["CONFIG", "GET", "save"], ["CONFIG", "GET", "APPENDONLY"],
+        ["CONFIG", "SET", "appendonly", "no", "nosuch", ""], ["CONFIG", "SET", "save", "", "save", ""],
+        ["CONFIG", "RESETSTAT"], ["CONFIG", "RESETSTAT", "x"], ["config", "resetstat"],
+        ["CONFIG", "SET", "proto-max-bulk-len", "512mb", "client-query-buffer-limit", "1gb"],
+        ["CONFIG", "GET", "*bulk*"], ["CONFIG", "GET", "*BULK-len"], ["CONFIG", "GET", "client-query-buf?er-[k-m]imit"],
+        ["CONFIG", "GET", "*bulk*", "proto-max-bulk-len"], ["CONFIG", "GET", "client-query-buffer-limit"],
+    ]
     yield "auth_without_password", [
         ["AUTH", "x"], ["AUTH", "default", "x"], ["AUTH", "nobody", "x"], ["AUTH"], ["AUTH", "a", "b", "c"],
         ["auth", "default", ""], ["PING"],
