@@ -7,8 +7,9 @@
 # CPU 0, one key per command (redis-benchmark's default). Group 2: uring-kv --threads 2 (native) and
 # redis-server, both unpinned (on 2 cores the client competes with both shards), keys drawn from 100000
 # (-r), so that they spread over both shards; with the share of keyed commands that crossed to the other
-# shard (from uring-kv's INFO). Every run also reads the server's CPU time (utime + stime in /proc/PID/stat)
-# before and after, and reports it per request (a transaction is one request). The servers take turns
+# shard (from uring-kv's INFO). Every run also reads the server's CPU time before and after (the sum over
+# its threads of /proc/PID/task/TID/schedstat's time on CPU, user and system, in nanoseconds: clock ticks
+# are too coarse for short runs), and reports it per request (a transaction is one request). The servers take turns
 # within each of `rounds` (default 3) rounds, so that a noisy neighbour hits them alike; the last lines
 # are each figure's median over the rounds. Needs redis-tools and redis-server. Servers are stopped by
 # their pids.
@@ -18,9 +19,9 @@ n=${2:-1000000}
 rounds=${3:-3}
 taskset -c 1 "$kv" --port 6391 --threads 1 --backend native >/dev/null 2>&1 & p1=$!
 taskset -c 1 "$kv" --port 6392 --threads 1 --backend emulated >/dev/null 2>&1 & p2=$!
-taskset -c 1 redis-server --port 6393 --save '' --appendonly no --daemonize no >/dev/null 2>&1 & p3=$!
+taskset -c 1 redis-server --bind 127.0.0.1 --port 6393 --save '' --appendonly no --daemonize no >/dev/null 2>&1 & p3=$!
 "$kv" --port 6394 --threads 2 --backend native >/dev/null 2>&1 & p4=$!
-redis-server --port 6395 --save '' --appendonly no --daemonize no >/dev/null 2>&1 & p5=$!
+redis-server --bind 127.0.0.1 --port 6395 --save '' --appendonly no --daemonize no >/dev/null 2>&1 & p5=$!
 results=$(mktemp)
 tx_client=$(mktemp --suffix=.py)
 trap 'kill -TERM $p1 $p2 $p3 $p4 $p5 2>/dev/null || true; rm -f "$results" "$tx_client"' EXIT
@@ -44,7 +45,8 @@ def key():
 batches = [b"".join(cmd(b"MULTI") + cmd(b"INCR", key()) + cmd(b"INCR", key()) + cmd(b"EXEC")
                     for _ in range(inflight)) for _ in range(64)]
 sel = selectors.DefaultSelector()
-left = [total // (conns * inflight)] * conns
+batches_each = max(1, total // (conns * inflight))
+left = [batches_each] * conns
 start = time.monotonic()
 for i in range(conns):
     s = socket.create_connection(("127.0.0.1", port))
@@ -69,27 +71,26 @@ while open_conns:
             open_conns -= 1
         else:
             s.sendall(batches[(left[state[0]] + state[0]) % 64])
-done = conns * inflight * (total // (conns * inflight))
+done = conns * inflight * batches_each
 print("%.0f %d" % (done / (time.monotonic() - start), done))
 PY
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, in clock ticks
-hz=$(getconf CLK_TCK)
-per_request() { awk -v t="$1" -v hz="$hz" -v r="$2" 'BEGIN {printf "%.2f", t * 1e6 / hz / r}'; }
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{t += $1} END {printf "%.0f", t}'; }  # %d: 32 bits in mawk
+per_request() { awk -v t="$1" -v r="$2" 'BEGIN {printf "%.3f", t / 1e3 / r}'; }
 # run <port> <pipeline> <keyspace> [command prefix...]: "SET <rps> SET_cpu_us <us> ... TX <tps> TX_cpu_us <us>"
 run() {
   local port=$1 P=$2 r=$3; shift 3
   local before after rps out="" t range=()
   [ "$r" -gt 0 ] && range=(-r "$r")
   for t in set get incr mset; do
-    before=$(cpu_ticks "${pid[$port]}")
+    before=$(cpu_ns "${pid[$port]}")
     rps=$("$@" redis-benchmark -p "$port" -t "$t" -n "$n" -c 50 -P "$P" "${range[@]}" -q 2>&1 | tr '\r' '\n' |
       sed -n 's/^[A-Z]*[^:]*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
-    after=$(cpu_ticks "${pid[$port]}")
+    after=$(cpu_ns "${pid[$port]}")
     out+="${t^^} $rps ${t^^}_cpu_us $(per_request $((after - before)) "$n") "
   done
-  before=$(cpu_ticks "${pid[$port]}")
+  before=$(cpu_ns "${pid[$port]}")
   read -r rps done < <("$@" python3 "$tx_client" "$port" 50 "$P" $((n / 4)) "$r")
-  after=$(cpu_ticks "${pid[$port]}")
+  after=$(cpu_ns "${pid[$port]}")
   echo "${out}TX $rps TX_cpu_us $(per_request $((after - before)) "$done")"
 }
 stat() { redis-cli -p 6394 info | tr -d '\r' | sed -n "s/^$1://p"; }

@@ -12,9 +12,10 @@ namespace {
 namespace resp = uring::resp;
 
 // An entry by its full name, any case ("config|get" names a subcommand); null if uring-kv has none.
-const command_entry* find_entry(std::string_view name) noexcept {
+const command_entry* find_entry(std::string_view name) {
+  const std::string want = lower(name);
   for (const command_entry& e : command_table) {
-    if (e.name.size() == name.size() && lower(name) == e.name) return &e;
+    if (e.name == want) return &e;
   }
   return nullptr;
 }

@@ -131,7 +131,7 @@ void queue_command(context& c);
 single_fn single_command(std::string_view name) noexcept;
 uring::task<void> exec_abort(context& c, std::string_view why);
 uring::task<void> unwatch_all(server& srv, std::size_t me, session& ses);
-// Commands answered without the keyspace (local.cpp).
+// Commands answered without the keyspace (local.cpp; COMMAND: command_info.cpp).
 void cmd_ping(context& c);
 void cmd_echo(context& c);
 void cmd_quit(context& c);
