@@ -7,9 +7,9 @@ redis-py's password= against both, their outputs compared; CLIENT INFO and CLIEN
 same field names in the same order, the values that do not vary by nature checked); CLIENT KILL ID of
 clients spread over every thread; INFO's format, its keyspace lines for the same data set, and its counters
 (hits and misses, per command; connections, commands, expired keys, used_memory; CONFIG RESETSTAT zeroing
-them); uring-kv's own bounds (the 10th failed AUTH closes the connection, client names of 1024 bytes at most) and
---requirepass-file. Servers are started
-and killed as in kv_compat_test.py (which this imports); every wait is a poll with a deadline.
+them); uring-kv's own bounds (the 10th failed AUTH closes the connection, client names of 1024 bytes at
+most, save and appendonly fixed) and --requirepass-file. Servers are started and killed as in
+kv_compat_test.py (which this imports); every wait is a poll with a deadline.
 """
 import os
 import subprocess
@@ -300,6 +300,15 @@ def bounds(kv_port):
     check(r.startswith(b"-ERR Client names are limited to 1024 bytes"), "a name of 1025 bytes: %r" % r)
     r = call(c, "HELLO", "3", "SETNAME", "n" * 1025)[0]
     check(r.startswith(b"-ERR Client names are limited to 1024 bytes"), "HELLO SETNAME of 1025 bytes: %r" % r)
+    # Nothing persists: save and appendonly take only their fixed values, refused as Redis refuses an
+    # immutable parameter, and the whole CONFIG SET with them.
+    for name, value in (("appendonly", "yes"), ("save", "3600 1")):
+        r = call(c, "CONFIG", "SET", "proto-max-bulk-len", "2mb", name, value)[0]
+        check(r == b"-ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config\r\n"
+              % name.encode(), "CONFIG SET %s %s: %r" % (name, value, r))
+    r = [call(c, "CONFIG", "GET", n)[0] for n in ("appendonly", "save", "proto-max-bulk-len")]
+    check(r == [b"*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n", b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n",
+                b"*2\r\n$18\r\nproto-max-bulk-len\r\n$9\r\n536870912\r\n"], "nothing set: %r" % r)
     c.close()
 
 
