@@ -1,64 +1,117 @@
 #!/usr/bin/env bash
-# kv_vs_redis.sh [uring-kv binary] [requests] [rounds]: redis-benchmark (SET, GET, INCR and MSET of 10 keys,
-# `requests` (default 1'000'000) requests each, 50 clients, pipeline 1 and 16) against uring-kv --threads 1
-# (native and emulated backends) and redis-server (no persistence), each server pinned to CPU 1 and the
-# client to CPU 0; then uring-kv --threads 2 (native; unpinned: on 2 cores the client competes with both
-# shards) with -r 100000, so that keys spread over both shards, and the share of keyed commands that
-# crossed to the other shard (from its INFO). Each run also reads the server's CPU time (utime + stime in
-# /proc/PID/stat) before and after, and reports it per request. The servers take turns within each of
-# `rounds` (default 3) rounds, so that a noisy neighbour hits them alike; the last lines are each figure's
-# median over the rounds. Needs redis-tools and redis-server. Servers are stopped by their pids.
+# kv_vs_redis.sh [uring-kv binary] [requests] [rounds]: uring-kv against redis-server (no persistence), each
+# command measured alone: redis-benchmark's SET, GET, INCR and MSET (10 keys), `requests` (default 1'000'000)
+# each, 50 clients, pipeline 1 and 16; and TX, transactions (MULTI, INCR, INCR, EXEC: 50 connections, 1 or 16
+# transactions in flight on each, `requests`/4 of them) from a small raw-socket client in this script.
+# Group 1: uring-kv --threads 1 (native and emulated) and redis-server, each pinned to CPU 1, the client to
+# CPU 0, one key per command (redis-benchmark's default). Group 2: uring-kv --threads 2 (native) and
+# redis-server, both unpinned (on 2 cores the client competes with both shards), keys drawn from 100000
+# (-r), so that they spread over both shards; with the share of keyed commands that crossed to the other
+# shard (from uring-kv's INFO). Every run also reads the server's CPU time before and after (the sum over
+# its threads of /proc/PID/task/TID/schedstat's time on CPU, user and system, in nanoseconds: clock ticks
+# are too coarse for short runs), and reports it per request (a transaction is one request). The servers take turns
+# within each of `rounds` (default 3) rounds, so that a noisy neighbour hits them alike; the last lines
+# are each figure's median over the rounds. Needs redis-tools and redis-server. Servers are stopped by
+# their pids.
 set -euo pipefail
 kv=${1:-build/release/samples/uring-kv}
 n=${2:-1000000}
 rounds=${3:-3}
 taskset -c 1 "$kv" --port 6391 --threads 1 --backend native >/dev/null 2>&1 & p1=$!
 taskset -c 1 "$kv" --port 6392 --threads 1 --backend emulated >/dev/null 2>&1 & p2=$!
-taskset -c 1 redis-server --port 6393 --save '' --appendonly no --daemonize no >/dev/null 2>&1 & p3=$!
+taskset -c 1 redis-server --bind 127.0.0.1 --port 6393 --save '' --appendonly no --daemonize no >/dev/null 2>&1 & p3=$!
 "$kv" --port 6394 --threads 2 --backend native >/dev/null 2>&1 & p4=$!
-trap 'kill -TERM $p1 $p2 $p3 $p4 2>/dev/null || true' EXIT
-for port in 6391 6392 6393 6394; do
+redis-server --bind 127.0.0.1 --port 6395 --save '' --appendonly no --daemonize no >/dev/null 2>&1 & p5=$!
+results=$(mktemp)
+tx_client=$(mktemp --suffix=.py)
+trap 'kill -TERM $p1 $p2 $p3 $p4 $p5 2>/dev/null || true; rm -f "$results" "$tx_client"' EXIT
+for port in 6391 6392 6393 6394 6395; do
   for _ in $(seq 1 500); do redis-cli -p $port ping >/dev/null 2>&1 && break; done
 done
 declare -A name=([6391]="uring-kv native" [6392]="uring-kv emulated" [6393]="redis-server 7.0"
-                 [6394]="uring-kv --threads 2 native -r 100000")
-declare -A pid=([6391]=$p1 [6392]=$p2 [6393]=$p3 [6394]=$p4)
-tests=set,get,incr,mset
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime + stime, in clock ticks
-hz=$(getconf CLK_TCK)
-# run <port> <pipeline> [command prefix...]: "SET <rps> GET <rps> INCR <rps> MSET <rps> cpu_us_per_request <us>"
+                 [6394]="uring-kv --threads 2 native, -r 100000" [6395]="redis-server 7.0, -r 100000")
+declare -A pid=([6391]=$p1 [6392]=$p2 [6393]=$p3 [6394]=$p4 [6395]=$p5)
+# The transaction client: PORT CONNECTIONS IN_FLIGHT TRANSACTIONS KEYSPACE; prints transactions per second.
+# Each connection sends IN_FLIGHT transactions at once and waits for all their replies (6 lines each:
+# +OK, +QUEUED twice, EXEC's array of two integers) before it sends the next batch.
+cat >"$tx_client" <<'PY'
+import random, selectors, socket, sys, time
+port, conns, inflight, total, keyspace = map(int, sys.argv[1:])
+def cmd(*a):
+    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
+rng = random.Random(1)
+def key():
+    return b"key:%012d" % (rng.randrange(keyspace) if keyspace else 0)
+batches = [b"".join(cmd(b"MULTI") + cmd(b"INCR", key()) + cmd(b"INCR", key()) + cmd(b"EXEC")
+                    for _ in range(inflight)) for _ in range(64)]
+sel = selectors.DefaultSelector()
+batches_each = max(1, total // (conns * inflight))
+left = [batches_each] * conns
+start = time.monotonic()
+for i in range(conns):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setblocking(False)
+    sel.register(s, selectors.EVENT_READ, [i, 0])
+    s.sendall(batches[i % 64])
+open_conns = conns
+while open_conns:
+    for k, _ in sel.select():
+        s, state = k.fileobj, k.data
+        data = s.recv(1 << 16)
+        if not data:
+            raise SystemExit("connection closed")
+        state[1] += data.count(b"\n")
+        if state[1] < 6 * inflight:
+            continue
+        state[1] -= 6 * inflight
+        left[state[0]] -= 1
+        if left[state[0]] == 0:
+            sel.unregister(s)
+            s.close()
+            open_conns -= 1
+        else:
+            s.sendall(batches[(left[state[0]] + state[0]) % 64])
+done = conns * inflight * batches_each
+print("%.0f %d" % (done / (time.monotonic() - start), done))
+PY
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{t += $1} END {printf "%.0f", t}'; }  # %d: 32 bits in mawk
+per_request() { awk -v t="$1" -v r="$2" 'BEGIN {printf "%.3f", t / 1e3 / r}'; }
+# run <port> <pipeline> <keyspace> [command prefix...]: "SET <rps> SET_cpu_us <us> ... TX <tps> TX_cpu_us <us>"
 run() {
-  local port=$1 P=$2; shift 2
-  local before after rps
-  before=$(cpu_ticks "${pid[$port]}")
-  # shellcheck disable=SC2086  # $keys is empty or "-r 100000"
-  rps=$("$@" redis-benchmark -p "$port" -t "$tests" -n "$n" -c 50 -P "$P" $keys -q 2>&1 | tr '\r' '\n' |
-    sed -n 's/^\([A-Z]*\)[^:]*: \([0-9.]*\) requests per second.*/\1 \2/p' | tr '\n' ' ')
-  after=$(cpu_ticks "${pid[$port]}")
-  echo "$rps cpu_us_per_request $(awk -v t=$((after - before)) -v hz="$hz" -v r=$((4 * n)) \
-    'BEGIN {printf "%.2f", t * 1e6 / hz / r}')"
+  local port=$1 P=$2 r=$3; shift 3
+  local before after rps out="" t range=()
+  [ "$r" -gt 0 ] && range=(-r "$r")
+  for t in set get incr mset; do
+    before=$(cpu_ns "${pid[$port]}")
+    rps=$("$@" redis-benchmark -p "$port" -t "$t" -n "$n" -c 50 -P "$P" "${range[@]}" -q 2>&1 | tr '\r' '\n' |
+      sed -n 's/^[A-Z]*[^:]*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+    after=$(cpu_ns "${pid[$port]}")
+    out+="${t^^} $rps ${t^^}_cpu_us $(per_request $((after - before)) "$n") "
+  done
+  before=$(cpu_ns "${pid[$port]}")
+  read -r rps done < <("$@" python3 "$tx_client" "$port" 50 "$P" $((n / 4)) "$r")
+  after=$(cpu_ns "${pid[$port]}")
+  echo "${out}TX $rps TX_cpu_us $(per_request $((after - before)) "$done")"
 }
-results=$(mktemp)
-trap 'kill -TERM $p1 $p2 $p3 $p4 2>/dev/null || true; rm -f "$results"' EXIT
+stat() { redis-cli -p 6394 info | tr -d '\r' | sed -n "s/^$1://p"; }
 for round in $(seq 1 "$rounds"); do
   for P in 1 16; do
-    keys=""  # redis-benchmark's default: every request uses the one key "key:__rand_int__"
     for port in 6391 6392 6393; do
-      line="${name[$port]} -P $P: $(run $port $P taskset -c 0)"
+      line="${name[$port]}, -P $P: $(run $port $P 0 taskset -c 0)"
       echo "round $round: $line" && echo "$line" >>"$results"
     done
     # Two shards: with one key, a connection's requests all cross or none do; -r spreads them.
-    keys="-r 100000"
-    before=$(redis-cli -p 6394 info | tr -d '\r')
-    line="${name[6394]} -P $P: $(run 6394 $P)"
-    after=$(redis-cli -p 6394 info | tr -d '\r')
-    keyed=$(( $(sed -n 's/^keyed_commands://p' <<<"$after") - $(sed -n 's/^keyed_commands://p' <<<"$before") ))
-    crossed=$(( $(sed -n 's/^forwarded_commands://p' <<<"$after") - $(sed -n 's/^forwarded_commands://p' <<<"$before") ))
-    echo "round $round: $line crossed shards: $((100 * crossed / keyed))%" && echo "$line" >>"$results"
+    for port in 6394 6395; do
+      keyed=$(stat keyed_commands) crossed=$(stat forwarded_commands)
+      line="${name[$port]}, -P $P: $(run $port $P 100000)"
+      keyed=$(($(stat keyed_commands) - keyed)) crossed=$(($(stat forwarded_commands) - crossed))
+      [ $port = 6394 ] && line+=" crossed_pct $((100 * crossed / keyed))"
+      echo "round $round: $line" && echo "$line" >>"$results"
+    done
   done
 done
 echo "medians over $rounds rounds:"
-python3 - "$results" <<'EOF'
+python3 - "$results" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
@@ -69,4 +122,4 @@ for line in open(sys.argv[1]):
         figures.setdefault(k, []).append(float(v))
 for label, figures in runs.items():
     print("%s: %s" % (label, " ".join("%s %.6g" % (k, statistics.median(v)) for k, v in figures.items())))
-EOF
+PY

@@ -12,7 +12,13 @@ another seed).
 Normalisation, only where the reply is inherently different (NORMALISED below):
   INFO                          both bulk (RESP3: verbatim) strings (contents differ: versions, counters)
   HELLO                         the same fields and values but version and id (versions and ids differ)
-  COMMAND                       both arrays or integers (uring-kv documents no commands)
+  COMMAND, COMMAND INFO, DOCS   (all commands) uring-kv's entries are redis-server's for the commands uring-kv
+                                implements, each byte-identical; COUNT both integers; LIST (filtered or not)
+                                redis-server's names that uring-kv implements (IMPLEMENTED). Entries are
+                                compared with a container's subcommands sorted by name (redis-server lists
+                                them in its hash table's order, which varies by process).
+After the sequences, every command uring-kv lists has its COMMAND INFO and DOCS compared byte for byte, and
+COMMAND COUNT must equal COMMAND's entries.
   TIME                          both two integers as bulk strings, the seconds within 10 of each other
   CLIENT ID                     both integers (ids are per server)
   TTL PTTL EXPIRETIME PEXPIRETIME  equal, or both positive and within 10 s of each other (the two servers
@@ -127,6 +133,12 @@ class Conn:
                 v, at = self._parse(at)
                 items.append([k, v])
             return ("map", items), at
+        if kind == b"~":  # a set: its elements in order, as Redis writes a command's flags
+            items = []
+            for _ in range(int(body)):
+                v, at = self._parse(at)
+                items.append(v)
+            return ("set", items), at
         if kind == b"*":
             n = int(body)
             if n < 0:
@@ -210,6 +222,61 @@ TOLERANCE = {"TTL": 10, "PTTL": 10000, "EXPIRETIME": 10, "PEXPIRETIME": 10000}
 NORMALISED = {"INFO", "COMMAND", "TIME", "KEYS", "RANDOMKEY", "SCAN"} | set(TOLERANCE)
 
 
+IMPLEMENTED = set()  # uring-kv's COMMAND LIST: full names, subcommands as container|sub
+
+
+def pairs(v):
+    """A map's [key, value] pairs (RESP3), or a flat RESP2 array's."""
+    if isinstance(v, tuple) and v[0] == "map":
+        return v[1]
+    return [v[i:i + 2] for i in range(0, len(v), 2)] if isinstance(v, list) else None
+
+
+def by_name(pairs_or_entries):
+    return sorted(pairs_or_entries, key=repr)
+
+
+def canon(v, key=None):
+    """A COMMAND reply with each container's subcommands in name order: an INFO entry's last element, a
+    DOCS entry's "subcommands" (a map in RESP3, a flat array of names and docs in RESP2)."""
+    if isinstance(v, tuple):
+        kind, items = v
+        if kind == "map":
+            items = [[canon(k), canon(x, k)] for k, x in items]
+            return (kind, by_name(items) if key == b"subcommands" else items)
+        return (kind, [canon(x) for x in items])
+    if not isinstance(v, list):
+        return v
+    items = [canon(x) for x in v]
+    for i in range(len(items) - 1):
+        if items[i] == b"subcommands" and isinstance(items[i + 1], list):
+            flat = items[i + 1]
+            items[i + 1] = sum(by_name([flat[j:j + 2] for j in range(0, len(flat), 2)]), [])
+    if len(items) == 10 and isinstance(items[0], bytes) and isinstance(items[1], int):
+        last = items[9]
+        items[9] = (last[0], by_name(last[1])) if isinstance(last, tuple) else by_name(last)
+    return items
+
+
+def same_command(rest, wv, gv):
+    """COMMAND: uring-kv's part of redis-server's where every command is listed, else the same reply."""
+    sub = rest[0].upper() if rest else b""
+    wv, gv = canon(wv), canon(gv)
+    top = {n for n in IMPLEMENTED if b"|" not in n}
+    if sub == b"" or (sub == b"INFO" and len(rest) == 1):
+        return (isinstance(gv, list) and all(e in wv for e in gv)
+                and sorted(e[0] for e in gv) == sorted(top))
+    if sub == b"DOCS" and len(rest) == 1:
+        want, got = pairs(wv), pairs(gv)
+        return (got is not None and all(p in want for p in got) and sorted(p[0] for p in got) == sorted(top))
+    if sub == b"LIST":
+        return (isinstance(wv, list) and isinstance(gv, list)
+                and sorted(gv) == sorted(n for n in wv if n in IMPLEMENTED))
+    if sub == b"COUNT" and len(rest) == 1:
+        return isinstance(wv, int) and isinstance(gv, int)
+    return wv == gv
+
+
 def same(step, want, got, keys_of_redis):
     """Whether uring-kv's reply `got` matches redis-server's `want` (raw bytes, value) for `step`."""
     name, rest = name_of(step)
@@ -221,7 +288,7 @@ def same(step, want, got, keys_of_redis):
     if name in ("HELLO", "EXEC"):
         return b"version" in wraw and mask_hello(wraw) == mask_hello(graw)
     if name == "COMMAND":
-        return type(wv) == type(gv)
+        return same_command(rest, wv, gv)
     if name == "CLIENT" and rest and rest[0].upper() == b"ID":
         return isinstance(wv, int) and isinstance(gv, int)
     if name == "TIME":
@@ -344,6 +411,13 @@ def main():
     if mode == "resp3":
         PROLOGUE.append(["HELLO", "3"])
     with both_servers(binary, backend, shards) as (redis_port, kv_port):
+        k = Conn(kv_port)
+        for step in PROLOGUE:
+            k.send(encode(step))
+            k.reply()
+        k.send(encode(["COMMAND", "LIST"]))
+        IMPLEMENTED.update(k.reply()[1])
+        k.close()
         total = 0
         for label, seq in cases():
             for port in (redis_port, kv_port):
@@ -358,6 +432,17 @@ def main():
         if not run("random(seed %d)" % seed, seq, redis_port, kv_port):
             print("replay with KV_COMPAT_SEED=%d" % seed)
         total += len(seq)
+        names = sorted(IMPLEMENTED)
+        seq = [["COMMAND", "INFO", n] for n in names] + [["COMMAND", "DOCS", n] for n in names]
+        run("command entries", seq, redis_port, kv_port)
+        total += len(seq) + 2
+        k = Conn(kv_port)
+        k.send(encode(["COMMAND"]) + encode(["COMMAND", "COUNT"]))
+        entries, count = k.reply()[1], k.reply()[1]
+        k.close()
+        if len(entries) != count or count != len([n for n in names if b"|" not in n]) or count < 60:
+            fail("COMMAND COUNT %r, COMMAND's entries %d, top-level names listed %d"
+                 % (count, len(entries), len([n for n in names if b"|" not in n])))
         print("compared %d replies with redis-server (%s, %d shards, %s)" % (total, backend, shards, mode))
     if failures:
         print("%d failures" % len(failures))

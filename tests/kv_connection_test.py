@@ -6,10 +6,10 @@ AUTH and HELLO (errors, NOAUTH before AUTH, RESP3 after HELLO 3) compared byte f
 redis-py's password= against both, their outputs compared; CLIENT INFO and CLIENT LIST parsed on both (the
 same field names in the same order, the values that do not vary by nature checked); CLIENT KILL ID of
 clients spread over every thread; INFO's format, its keyspace lines for the same data set, and its counters
-(hits, misses, connections, commands, expired keys, used_memory; CONFIG RESETSTAT zeroing them); uring-kv's
-own bounds (the 10th failed AUTH closes the connection, client names of 1024 bytes at most) and
---requirepass-file. Servers are started
-and killed as in kv_compat_test.py (which this imports); every wait is a poll with a deadline.
+(hits and misses, per command; connections, commands, expired keys, used_memory; CONFIG RESETSTAT zeroing
+them); uring-kv's own bounds (the 10th failed AUTH closes the connection, client names of 1024 bytes at
+most, save and appendonly fixed) and --requirepass-file. Servers are started and killed as in
+kv_compat_test.py (which this imports); every wait is a poll with a deadline.
 """
 import os
 import subprocess
@@ -251,6 +251,26 @@ def info(ports):
         call(c, "GET", "k1")
         b = int(info_of(c, "stats")[1]["total_commands_processed"])
         check(b - a == 3, "total_commands_processed delta %d" % (b - a))
+    # keyspace_hits and keyspace_misses per command, on a key that is there and one that is not: the same on
+    # both (Redis counts every read lookup: STRLEN, GETRANGE, the TTL family, TYPE, EXISTS, GETEX, SET GET,
+    # COPY's source; not those of writes: APPEND, RENAME).
+    reads = [["STRLEN", "{}"], ["GETRANGE", "{}", "0", "1"], ["SUBSTR", "{}", "0", "1"], ["TTL", "{}"],
+             ["PTTL", "{}"], ["EXPIRETIME", "{}"], ["PEXPIRETIME", "{}"], ["TYPE", "{}"], ["EXISTS", "{}", "{}"],
+             ["TOUCH", "{}"], ["GETEX", "{}"], ["SET", "{}", "v", "GET"], ["SET", "{}", "v"], ["GETSET", "{}", "v"],
+             ["GETDEL", "{}"], ["COPY", "{}", "copied"], ["APPEND", "{}", "x"], ["RENAME", "{}", "renamed"],
+             ["MGET", "{}", "k11"], ["PERSIST", "{}"], ["INCR", "{}"]]
+    for cmd in reads:
+        for key in ("k10", "nosuch"):
+            counted = []
+            for c in conns:
+                call(c, "SET", "k10", "v", "EX", "1000")
+                call(c, "DEL", "copied", "renamed", "nosuch")
+                before = info_of(c, "stats")[1]
+                call(c, *[a.format(key) for a in cmd])
+                after = info_of(c, "stats")[1]
+                counted.append([int(after[k]) - int(before[k]) for k in ("keyspace_hits", "keyspace_misses")])
+            check(counted[0] == counted[1], "%r on %s: redis counts hits, misses %r, uring-kv %r"
+                  % (cmd, key, counted[0], counted[1]))
     # CONFIG RESETSTAT: the counters start again from zero on both (the INFO that reads them counted).
     stats = []
     for c in conns:
@@ -280,6 +300,15 @@ def bounds(kv_port):
     check(r.startswith(b"-ERR Client names are limited to 1024 bytes"), "a name of 1025 bytes: %r" % r)
     r = call(c, "HELLO", "3", "SETNAME", "n" * 1025)[0]
     check(r.startswith(b"-ERR Client names are limited to 1024 bytes"), "HELLO SETNAME of 1025 bytes: %r" % r)
+    # Nothing persists: save and appendonly take only their fixed values, refused as Redis refuses an
+    # immutable parameter, and the whole CONFIG SET with them.
+    for name, value in (("appendonly", "yes"), ("save", "3600 1")):
+        r = call(c, "CONFIG", "SET", "proto-max-bulk-len", "2mb", name, value)[0]
+        check(r == b"-ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config\r\n"
+              % name.encode(), "CONFIG SET %s %s: %r" % (name, value, r))
+    r = [call(c, "CONFIG", "GET", n)[0] for n in ("appendonly", "save", "proto-max-bulk-len")]
+    check(r == [b"*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n", b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n",
+                b"*2\r\n$18\r\nproto-max-bulk-len\r\n$9\r\n536870912\r\n"], "nothing set: %r" % r)
     c.close()
 
 

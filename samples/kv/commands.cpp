@@ -91,8 +91,6 @@ bool runs_in_multi(const spec& s) noexcept {
 
 session::session() : id(next_client_id.fetch_add(1, std::memory_order_relaxed)) {}
 
-std::size_t command_count() noexcept { return std::size(commands); }
-
 single_fn single_command(std::string_view name) noexcept {
   const spec* sp = lookup(name);
   return sp != nullptr ? sp->single : nullptr;

@@ -131,7 +131,7 @@ void queue_command(context& c);
 single_fn single_command(std::string_view name) noexcept;
 uring::task<void> exec_abort(context& c, std::string_view why);
 uring::task<void> unwatch_all(server& srv, std::size_t me, session& ses);
-// Commands answered without the keyspace (local.cpp).
+// Commands answered without the keyspace (local.cpp; COMMAND: command_info.cpp).
 void cmd_ping(context& c);
 void cmd_echo(context& c);
 void cmd_quit(context& c);
@@ -152,7 +152,10 @@ inline constexpr std::uint64_t min_input_limit = 1024 * 1024;
 // 1000, kb 1024). Null if it is not one; UINT64_MAX if it overflows.
 std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept;
 
-// The number of commands uring-kv knows (COMMAND COUNT).
+// Whether `key` matches the glob `pattern` as Redis's stringmatchlen (KEYS, SCAN MATCH, COMMAND LIST).
+bool matches(std::string_view pattern, std::string_view key);
+
+// The number of commands uring-kv knows (COMMAND COUNT: command_table's, command_info.cpp).
 std::size_t command_count() noexcept;
 
 }  // namespace kv

@@ -1,6 +1,7 @@
 // samples/kv/config.cpp — CONFIG GET, SET and RESETSTAT of uring-kv's parameters, with Redis 7.0's replies.
 #include <uring/resp/parser.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <optional>
 
@@ -43,11 +44,13 @@ void config_get(context& c) {
   std::vector<std::pair<std::string_view, std::string>> pairs;
   for (const parameter& p : parameters) {
     for (std::size_t i = 2; i < c.args.size(); ++i) {
-      // A name is answered as it was asked (its case kept), as Redis does.
-      if (c.args[i] == "*" || find_parameter(c.args[i]) == &p) {
-        pairs.emplace_back(
-            c.args[i] == "*" ? p.name : c.args[i],
-            p.setting == nullptr ? std::string(p.fixed) : std::to_string((c.srv.*p.setting).load()));
+      // A name is answered as it was asked (its case kept), a pattern (matched without case) with the
+      // parameter's name, as Redis does.
+      bool pattern = c.args[i].find_first_of("[*?") != std::string_view::npos;
+      if (pattern ? matches(lower(c.args[i]), p.name) : find_parameter(c.args[i]) == &p) {
+        pairs.emplace_back(pattern ? p.name : c.args[i], p.setting == nullptr
+                                                             ? std::string(p.fixed)
+                                                             : std::to_string((c.srv.*p.setting).load()));
         break;
       }
     }
@@ -59,28 +62,60 @@ void config_get(context& c) {
   }
 }
 
-// All or nothing, as Redis: every name and value is checked before any is set.
+// A value Redis accepts for the fixed parameter `p` (appendonly: yes or no; save: pairs of non-negative
+// integers, or empty), its error text otherwise.
+std::optional<std::string_view> fixed_value_error(const parameter& p, std::string_view v) {
+  if (p.name == "appendonly") {
+    if (iequals(v, "YES") || iequals(v, "NO")) return std::nullopt;
+    return "argument must be 'yes' or 'no'";
+  }
+  std::size_t words = 0;
+  bool digits = true;
+  for (std::size_t at = v.find_first_not_of(' '); at != std::string_view::npos; ++words) {
+    std::size_t end = std::min(v.find(' ', at), v.size());
+    digits &= v.substr(at, end - at).find_first_not_of("0123456789") == std::string_view::npos;
+    at = v.find_first_not_of(' ', end);
+  }
+  bool valid = v.empty() || (words > 0 && words % 2 == 0 && digits);
+  return valid ? std::nullopt : std::optional<std::string_view>("Invalid save parameters");
+}
+
+// All or nothing, as Redis: an unknown name is reported first, then a repeated one (as it was typed), then
+// a value (under the parameter's own name); nothing is set unless all pass. save and appendonly take their
+// fixed values only (nothing persists), and refuse others as Redis refuses an immutable parameter.
 void config_set(context& c) {
   if (c.args.size() < 4) return subcommand_arity(c);
   if (c.args.size() % 2 != 0) return resp::append_error(text(c), "ERR syntax error");
-  std::vector<std::pair<const parameter*, std::uint64_t>> changes;
   for (std::size_t i = 2; i < c.args.size(); i += 2) {
-    const parameter* p = find_parameter(c.args[i]);
-    if (p == nullptr || p->setting == nullptr) {
+    if (find_parameter(c.args[i]) == nullptr) {
       return resp::append_error(text(c), "ERR Unknown option or number of arguments for CONFIG SET - '" +
                                              std::string(c.args[i]) + "'");
     }
-    const std::string failed =
-        "ERR CONFIG SET failed (possibly related to argument '" + std::string(p->name) + "') - ";
-    for (const auto& change : changes) {
-      if (change.first == p) return resp::append_error(text(c), failed + "duplicate parameter");
+  }
+  auto failed = [&c](std::string_view name, std::string_view why) {
+    resp::append_error(text(c), "ERR CONFIG SET failed (possibly related to argument '" + std::string(name) +
+                                    "') - " + std::string(why));
+  };
+  for (std::size_t i = 4; i < c.args.size(); i += 2) {
+    for (std::size_t j = 2; j < i; j += 2) {
+      if (find_parameter(c.args[j]) == find_parameter(c.args[i]))
+        return failed(c.args[i], "duplicate parameter");
     }
-    auto bytes = parse_memory(c.args[i + 1]);
-    if (!bytes) return resp::append_error(text(c), failed + "argument must be a memory value");
+  }
+  std::vector<std::pair<const parameter*, std::uint64_t>> changes;
+  for (std::size_t i = 2; i < c.args.size(); i += 2) {
+    const parameter* p = find_parameter(c.args[i]);
+    std::string_view v = c.args[i + 1];
+    if (p->setting == nullptr) {
+      if (auto why = fixed_value_error(*p, v)) return failed(p->name, *why);
+      if (lower(v) != p->fixed) return failed(c.args[i], "can't set immutable config");
+      continue;
+    }
+    auto bytes = parse_memory(v);
+    if (!bytes) return failed(p->name, "argument must be a memory value");
     if (*bytes < min_input_limit || *bytes > static_cast<std::uint64_t>(LLONG_MAX)) {
-      return resp::append_error(text(c), failed + "argument must be between " +
-                                             std::to_string(min_input_limit) + " and " +
-                                             std::to_string(LLONG_MAX) + " inclusive");
+      return failed(p->name, "argument must be between " + std::to_string(min_input_limit) + " and " +
+                                 std::to_string(LLONG_MAX) + " inclusive");
     }
     changes.emplace_back(p, *bytes);
   }

@@ -64,7 +64,7 @@ void expire(keyspace& ks, args_t args, std::int64_t base, std::int64_t unit, sha
 // TTL / PTTL / EXPIRETIME / PEXPIRETIME: -2 for a missing key, -1 without expiry; seconds are rounded.
 void ttl(keyspace& ks, args_t args, bool ms, bool absolute, shard_reply& out) {
   std::int64_t now = clock_ms();
-  entry* e = ks.find(args[1], now);
+  entry* e = ks.find_read(args[1], now);
   if (e == nullptr) return resp::append_integer(out.text, -2);
   if (e->expires_ms == 0) return resp::append_integer(out.text, -1);
   std::int64_t t = absolute ? e->expires_ms : std::max<std::int64_t>(e->expires_ms - now, 0);
@@ -91,7 +91,7 @@ void cmd_persist(keyspace& ks, args_t args, shard_reply& out) {
 }
 
 void cmd_type(keyspace& ks, args_t args, shard_reply& out) {
-  resp::append_simple_string(out.text, ks.find(args[1], clock_ms()) != nullptr ? "string" : "none");
+  resp::append_simple_string(out.text, ks.find_read(args[1], clock_ms()) != nullptr ? "string" : "none");
 }
 
 }  // namespace kv

@@ -83,11 +83,6 @@ bool glob(std::string_view p, std::string_view s, bool& give_up) {
   return pi >= p.size() && si == s.size();
 }
 
-bool matches(std::string_view pattern, std::string_view key) {
-  bool give_up = false;
-  return pattern == "*" || glob(pattern, key, give_up);
-}
-
 // The order SCAN walks a shard's keys in: 48 bits of a hash the map's rehashing does not change, so a
 // cursor stays meaningful while keys come and go. The cursor's bits above them are the shard's index.
 constexpr int hash_bits = 48;
@@ -119,6 +114,11 @@ task<void> flush(context& c, bool all) {
 }
 
 }  // namespace
+
+bool matches(std::string_view pattern, std::string_view key) {
+  bool give_up = false;
+  return pattern == "*" || glob(pattern, key, give_up);
+}
 
 task<void> cmd_flushall(context& c) { co_await flush(c, true); }
 task<void> cmd_flushdb(context& c) { co_await flush(c, false); }

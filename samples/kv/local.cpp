@@ -37,14 +37,6 @@ void cmd_select(context& c) {
   resp::append_simple_string(text(c), "OK");
 }
 
-// redis-cli asks for COMMAND DOCS at start (interactive): an empty answer means "no hints".
-void cmd_command(context& c) {
-  if (c.args.size() == 2 && iequals(c.args[1], "COUNT")) {
-    return resp::append_integer(text(c), static_cast<std::int64_t>(command_count()));
-  }
-  resp::append_array_header(text(c), 0);
-}
-
 // TIME: Unix seconds and microseconds, as bulk strings.
 void cmd_time(context& c) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -45,12 +45,16 @@ struct found {
   std::int64_t expires_ms = 0;
 };
 
-// The live entry of `key` in database `db`, read on its shard.
-task<found> read_entry(context& c, std::string_view key, int db) {
+// The live entry of `key` in database `db`, read on its shard; `counted`: a read of the value (COPY's, not
+// RENAME's), counted in keyspace_hits or keyspace_misses as Redis counts it.
+task<found> read_entry(context& c, std::string_view key, int db, bool counted) {
   found f;
   std::size_t i = shard_of(key, c.srv.count());
-  co_await on_shard(c.srv, c.me, i, [&c, &f, key, i, db] {
-    if (entry* e = c.srv.shards[i]->db[db].find(key, clock_ms())) f = {e->value, e->expires_ms};
+  co_await on_shard(c.srv, c.me, i, [&c, &f, key, i, db, counted] {
+    keyspace& ks = c.srv.shards[i]->db[db];
+    if (entry* e = counted ? ks.find_read(key, clock_ms()) : ks.find(key, clock_ms())) {
+      f = {e->value, e->expires_ms};
+    }
   });
   co_return f;
 }
@@ -74,7 +78,7 @@ task<void> rename(context& c, bool nx) {
   std::string_view from = c.args[1], to = c.args[2];
   std::size_t n = c.srv.count();
   count_keyed(c.srv, c.me, shard_of(from, n) != c.me || shard_of(to, n) != c.me);
-  found f = co_await read_entry(c, from, c.ses.db);
+  found f = co_await read_entry(c, from, c.ses.db, false);
   std::string& out = c.out.text();
   if (!f.value) co_return resp::append_error(out, "ERR no such key");
   if (from == to || !co_await write_entry(c, to, c.ses.db, f, nx)) {
@@ -151,7 +155,7 @@ task<void> cmd_del(context& c) {
 task<void> cmd_exists(context& c) {
   std::int64_t count = 0;
   co_await each_key(c, 1, 1, [&c, &count](keyspace& ks, std::size_t a) {
-    count += ks.find(c.args[a], clock_ms()) != nullptr ? 1 : 0;
+    count += ks.find_read(c.args[a], clock_ms()) != nullptr ? 1 : 0;
   });
   resp::append_integer(c.out.text(), count);
 }
@@ -203,7 +207,7 @@ task<void> cmd_copy(context& c) {
     co_return resp::append_error(out, "ERR source and destination objects are the same");
   std::size_t n = c.srv.count();
   count_keyed(c.srv, c.me, shard_of(from, n) != c.me || shard_of(to, n) != c.me);
-  found f = co_await read_entry(c, from, c.ses.db);
+  found f = co_await read_entry(c, from, c.ses.db, true);
   bool stored = false;
   if (f.value) stored = co_await write_entry(c, to, db, f, !replace);
   resp::append_integer(out, stored ? 1 : 0);

@@ -105,7 +105,8 @@ class keyspace {
     }
     return &it->second;
   }
-  // find() for a read of the value (GET, MGET): counted in INFO's keyspace_hits and keyspace_misses.
+  // find() for a read (GET, MGET, STRLEN, the TTL family, TYPE, EXISTS...: Redis's read lookups): counted in
+  // INFO's keyspace_hits and keyspace_misses.
   entry* find_read(std::string_view key, std::int64_t now) {
     entry* e = find(key, now);
     ++(e != nullptr ? hits : misses);

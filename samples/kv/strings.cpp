@@ -98,7 +98,7 @@ void set_value(keyspace& ks, std::string_view key, std::string_view value, unsig
                std::int64_t expires, shard_reply& out, std::string_view ok = "+OK\r\n",
                std::string_view abort = {}) {
   std::int64_t now = clock_ms();
-  entry* e = ks.find(key, now);
+  entry* e = (flags & get) != 0 ? ks.find_read(key, now) : ks.find(key, now);  // GET's read counts
   if (flags & get) out.bulk(e != nullptr ? e->value : nullptr);
   if (((flags & nx) && e != nullptr) || ((flags & xx) && e == nullptr)) {
     if (!(flags & get)) {
@@ -203,7 +203,7 @@ void cmd_getex(keyspace& ks, args_t args, shard_reply& out) {
   options o;
   if (!parse_options(args, 2, false, o, out.text)) return;
   std::int64_t now = clock_ms();
-  entry* e = ks.find(args[1], now);
+  entry* e = ks.find_read(args[1], now);
   if (e == nullptr) return out.bulk(nullptr);
   std::int64_t expires = 0;
   if (o.flags & any_expiry) {
