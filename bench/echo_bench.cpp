@@ -1,5 +1,6 @@
 // TCP echo throughput: round trips per second through a server on its own thread, N connections from one
-// client thread (each connection: send 64 bytes, wait for them to come back, again).
+// client thread (each connection: send 64 bytes, wait for them to come back, again); 1, 16, 64 and 256
+// connections.
 //   epoll     a plain epoll echo server written here (level-triggered, non-blocking sockets): the baseline
 //   uring     uring-echo's shape on the native backend: one multishot accept, a coroutine per connection
 //             looping read_some / write_all
@@ -263,9 +264,9 @@ void BM_echo_emulated_leased_inc(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_echo_epoll)->Name("echo/epoll")->Arg(1)->Arg(16)->UseRealTime();
-BENCHMARK(BM_echo_uring)->Name("echo/uring")->Arg(1)->Arg(16)->UseRealTime();
-BENCHMARK(BM_echo_emulated)->Name("echo/emulated")->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_echo_epoll)->Name("echo/epoll")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_echo_uring)->Name("echo/uring")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_echo_emulated)->Name("echo/emulated")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(BM_echo_uring_leased)->Name("echo/uring_leased")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(BM_echo_emulated_leased)
     ->Name("echo/emulated_leased")
