@@ -3,14 +3,12 @@
 //   timer/uring          co_await uring::sleep_for(0ns)
 //   timer/emulated       the same on the emulated backend (the timer heap + a zero-timeout epoll_pwait2)
 //   cancel/raw_liburing  a read on an empty pipe, then an ASYNC_CANCEL for it; wait for both CQEs
-//   cancel/uring         the same work: a read on an empty pipe awaited with a stop token reaches the kernel
-//   in
-//                        one enter; on the next turn request_stop() puts an ASYNC_CANCEL for it in the SQ,
+//   cancel/uring         the same work: a read on an empty pipe, awaited with a stop token, goes to the
+//                        kernel in one enter; on the next turn request_stop() queues an ASYNC_CANCEL for it,
 //                        and the second enter waits for both CQEs (the read fails ECANCELED). A stop in the
-//                        read's own turn would keep it from the kernel altogether (no kernel work to
-//                        compare), so the stop comes from a coroutine resumed one turn later. Ours also pays,
-//                        per round trip, what a stop token costs: the stop_source's shared state and the
-//                        operation's canceller.
+//                        read's own turn would keep it from the kernel (no kernel work to compare), so a
+//                        coroutine resumed on a later turn stops it. Ours also pays what a stop token costs:
+//                        the stop_source's shared state and the operation's canceller, per round trip.
 //   cancel/emulated      the same on the emulated backend
 #include <benchmark/benchmark.h>
 #include <liburing.h>
