@@ -164,15 +164,18 @@ class uring_server {
       ex_ = &ex;
       ready.count_down();
       ex.run(serve(&l, how));  // until stop(): the shutdown cancels the accept and every connection
+      stopped_.wait();         // stop() may still be waking the loop: the executor outlives that call
     });
     ready.wait();
   }
   ~uring_server() {
     ex_->stop();
+    stopped_.count_down();
     thread_.join();
   }
 
  private:
+  std::latch stopped_{1};
   std::thread thread_;
   uring::executor* ex_ = nullptr;
 };
