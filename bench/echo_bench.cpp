@@ -1,5 +1,6 @@
 // TCP echo throughput: round trips per second through a server on its own thread, N connections from one
-// client thread (each connection: send 64 bytes, wait for them to come back, again).
+// client thread (each connection: send 64 bytes, wait for them to come back, again); 1, 16, 64 and 256
+// connections.
 //   epoll     a plain epoll echo server written here (level-triggered, non-blocking sockets): the baseline
 //   uring     uring-echo's shape on the native backend: one multishot accept, a coroutine per connection
 //             looping read_some / write_all
@@ -163,15 +164,18 @@ class uring_server {
       ex_ = &ex;
       ready.count_down();
       ex.run(serve(&l, how));  // until stop(): the shutdown cancels the accept and every connection
+      stopped_.wait();         // stop() may still be waking the loop: the executor outlives that call
     });
     ready.wait();
   }
   ~uring_server() {
     ex_->stop();
+    stopped_.count_down();
     thread_.join();
   }
 
  private:
+  std::latch stopped_{1};
   std::thread thread_;
   uring::executor* ex_ = nullptr;
 };
@@ -263,9 +267,9 @@ void BM_echo_emulated_leased_inc(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_echo_epoll)->Name("echo/epoll")->Arg(1)->Arg(16)->UseRealTime();
-BENCHMARK(BM_echo_uring)->Name("echo/uring")->Arg(1)->Arg(16)->UseRealTime();
-BENCHMARK(BM_echo_emulated)->Name("echo/emulated")->Arg(1)->Arg(16)->UseRealTime();
+BENCHMARK(BM_echo_epoll)->Name("echo/epoll")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_echo_uring)->Name("echo/uring")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(BM_echo_emulated)->Name("echo/emulated")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(BM_echo_uring_leased)->Name("echo/uring_leased")->Arg(1)->Arg(16)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(BM_echo_emulated_leased)
     ->Name("echo/emulated_leased")

@@ -3,13 +3,22 @@
 //   timer/uring          co_await uring::sleep_for(0ns)
 //   timer/emulated       the same on the emulated backend (the timer heap + a zero-timeout epoll_pwait2)
 //   cancel/raw_liburing  a read on an empty pipe, then an ASYNC_CANCEL for it; wait for both CQEs
-//   cancel/uring         a read awaited with a stop token, then request_stop(): the read fails ECANCELED
+//   cancel/uring         the same work: a read on an empty pipe, awaited with a stop token, goes to the
+//                        kernel in one enter; on the next turn request_stop() queues an ASYNC_CANCEL for it,
+//                        and the second enter waits for both CQEs (the read fails ECANCELED). A stop in the
+//                        read's own turn would keep it from the kernel (no kernel work to compare), so a
+//                        coroutine resumed on a later turn stops it. Ours also pays what a stop token costs:
+//                        the stop_source's shared state and the operation's canceller, per round trip.
 //   cancel/emulated      the same on the emulated backend
 #include <benchmark/benchmark.h>
 #include <liburing.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <exception>
 #include <stdexcept>
 #include <stop_token>
 
@@ -77,26 +86,71 @@ void BM_cancel_raw(benchmark::State& state) {
   io_uring_queue_exit(&ring);
 }
 
+// What the stopping coroutine reads: the round trip's stop source, and how many reads the executor had
+// handed to its backend when the round trip began.
+struct round_trip {
+  uring::executor* ex = nullptr;
+  std::stop_source* source = nullptr;
+  std::uint64_t reads_before = 0;
+};
+
+// A coroutine that, each time it is resumed, stops the round trip's read once the executor has handed the
+// read to the backend (the turn's enter), else waits one more turn. A coroutine resumed by a completion
+// runs in the reaping turn, so the turn after it may come before the read's enter: counting says when.
+struct stopper {
+  struct promise_type {
+    stopper get_return_object() noexcept {
+      return {std::coroutine_handle<promise_type>::from_promise(*this)};
+    }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+  std::coroutine_handle<promise_type> handle;
+};
+
+struct next_turn {
+  uring::executor& ex;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { uring::detail::executor_access::schedule(ex, h); }
+  void await_resume() const noexcept {}
+};
+
+stopper stop_once_started(const round_trip& trip) {
+  for (;;) {
+    while (trip.ex->stats().started(uring::op_kind::read) == trip.reads_before) co_await next_turn{*trip.ex};
+    trip.source->request_stop();
+    co_await std::suspend_always{};
+  }
+}
+
 void cancel_ours(benchmark::State& state, uring::backend_kind backend) {
   uring::executor::options opts;
   opts.backend = backend;
   uring::executor ex(opts);
   int p[2];
   if (::pipe(p) != 0) throw std::runtime_error("pipe");
+  round_trip trip{.ex = &ex};
+  const stopper stop = stop_once_started(trip);
+  bool all_cancelled = true;
   ex.run([&]() -> uring::task<void> {
     for (auto _ : state) {
       std::stop_source source;
-      bool done = false;
-      uring::spawn([](int fd, std::stop_token tok, bool& flag) -> uring::task<void> {
-        char buf[1];
-        (void)co_await uring::with_stop_token(uring::read(fd, buf), tok).nothrow();
-        flag = true;
-      }(p[0], source.get_token(), done));
-      co_await uring::nop();  // the read is in the kernel now
-      source.request_stop();
-      while (!done) co_await uring::nop();
+      trip.source = &source;
+      trip.reads_before = ex.stats().started(uring::op_kind::read);
+      uring::detail::executor_access::schedule(ex, stop.handle);
+      char buf[1];
+      const uring::io_result r =
+          co_await uring::with_stop_token(uring::read(p[0], buf), source.get_token()).nothrow();
+      all_cancelled = all_cancelled && r.res == -ECANCELED;
     }
   }());
+  stop.handle.destroy();
+  // Two on both roads when the work matches raw's: the read's enter, then the cancel's that waits.
+  state.counters["enters_per_op"] =
+      static_cast<double>(ex.stats().enters) / static_cast<double>(state.iterations());
+  if (!all_cancelled) state.SkipWithError("a read ended other than by its cancel");
   state.SetItemsProcessed(state.iterations());
   ::close(p[0]);
   ::close(p[1]);

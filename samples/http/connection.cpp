@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <limits>
 #include <vector>
 
 #include <uring/http/parser.hpp>
@@ -32,6 +33,9 @@ struct connection {
   uring::net::buffer_pool* pool;  // leased receives (plain links on a worker with a pool), else null
   std::string out;                // answers gathered, at most about out_limit + small_file bytes
   std::string stash;              // bytes received while pausing, for the parser
+  // At least the bytes sent and not yet acknowledged: what SIOCOUTQ said when last asked, plus what was
+  // sent since. While it stays within out_limit the peer cannot be behind, and flush asks no syscall.
+  std::size_t unacknowledged_at_most = 0;
 };
 
 // Leased over a buffer ring, a stream's multishot receive stays armed between receives: while the
@@ -58,13 +62,23 @@ std::size_t unacknowledged(int fd) noexcept {
   return ::ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
 }
 
+// Whether the peer may be behind: more than out_limit bytes sent and not acknowledged. Asks the kernel only
+// when the bound kept since it last asked allows it.
+bool peer_behind(connection& conn) noexcept {
+  if (conn.unacknowledged_at_most <= out_limit) return false;
+  conn.unacknowledged_at_most = unacknowledged(conn.l.socket().fd());
+  return conn.unacknowledged_at_most > out_limit;
+}
+
 // Sends the answers gathered in `out` (within --write-timeout) and empties it. Receiving pauses first if
 // the send may wait on the peer: `more` follows (a burst, a file), or the peer is already behind.
 task<void> flush(const http_config& c, connection& conn, bool more = false) {
   if (conn.out.empty() && !more) co_return;
-  if (conn.pool != nullptr && conn.pool->uses_ring() &&
-      (more || unacknowledged(conn.l.socket().fd()) > out_limit)) {
-    co_await pause_receiving(conn);
+  if (conn.pool != nullptr && conn.pool->uses_ring()) {
+    if (more || peer_behind(conn)) co_await pause_receiving(conn);
+    // What follows `more` (a file) is not counted: the next flush asks the kernel.
+    conn.unacknowledged_at_most =
+        more ? std::numeric_limits<std::size_t>::max() : conn.unacknowledged_at_most + conn.out.size();
   }
   if (conn.out.empty()) co_return;
   co_await bounded(conn.l.write_all(conn.out), c.write_timeout,
