@@ -1,28 +1,29 @@
-// uring/chain.hpp — operations that run one after another, started as one: a write, then its fsync.
-//
-// Provides: uring::chain, uring::hard_chain, and with_timeout / with_stop_token for them.
-// Threads: await from a coroutine running on an executor; a stop may come from any thread.
-//
-// `co_await chain(write(fd, buf, 0), fsync(fd))` runs each step only once the one before it has
-// succeeded. Natively the steps are linked SQEs (IOSQE_IO_LINK) handed to the kernel in one submit; the
-// emulation starts each step when the one before it completes. Either way a step "fails the chain" as the
-// kernel judges it: a negative result, or a read or write (read, write, readv, writev, their fixed-buffer
-// forms, and recv or send with MSG_WAITALL) that moved fewer bytes than asked. The steps after a failed one
-// are not run and complete with ECANCELED. hard_chain(...) runs every step whatever the ones before it did
-// (IOSQE_IO_HARDLINK).
-//
-// The result is every step's: `.nothrow()` yields std::array<io_result, N>; the throwing form yields
-// std::array<std::int32_t, N> and throws std::system_error for the first step that failed, naming it
-// ("chain step 2 of 2 (fsync): Input/output error"; a step cancelled after a short one says so).
-//
-// A stop (with_stop_token, or the awaiting task's) cancels the steps still to run (ECANCELED);
-// with_timeout(chain(...), d) does so when `d` passes first, and those steps then say ETIMEDOUT. A hard
-// chain's steps that the kernel has not started yet cannot be cancelled there: each is cancelled as it
-// starts, so one that completes at once may still complete.
-//
-// Limits: 1 to 16 steps; each step is a single operation of the library (read, write, fsync, send, ...)
-// without a time-out or stop token of its own (the chain's apply to all of them); a step's own result
-// shape (a payload such as a statx) is not kept, only its io_result.
+/// @file
+/// uring/chain.hpp — operations that run one after another, started as one: a write, then its fsync.
+///
+/// Provides: uring::chain, uring::hard_chain, and with_timeout / with_stop_token for them.
+/// Threads: await from a coroutine running on an executor; a stop may come from any thread.
+///
+/// `co_await chain(write(fd, buf, 0), fsync(fd))` runs each step only once the one before it has
+/// succeeded. Natively the steps are linked SQEs (IOSQE_IO_LINK) handed to the kernel in one submit; the
+/// emulation starts each step when the one before it completes. Either way a step "fails the chain" as the
+/// kernel judges it: a negative result, or a read or write (read, write, readv, writev, their fixed-buffer
+/// forms, and recv or send with MSG_WAITALL) that moved fewer bytes than asked. The steps after a failed one
+/// are not run and complete with ECANCELED. hard_chain(...) runs every step whatever the ones before it did
+/// (IOSQE_IO_HARDLINK).
+///
+/// The result is every step's: `.nothrow()` yields std::array<io_result, N>; the throwing form yields
+/// std::array<std::int32_t, N> and throws std::system_error for the first step that failed, naming it
+/// ("chain step 2 of 2 (fsync): Input/output error"; a step cancelled after a short one says so).
+///
+/// A stop (with_stop_token, or the awaiting task's) cancels the steps still to run (ECANCELED);
+/// with_timeout(chain(...), d) does so when `d` passes first, and those steps then say ETIMEDOUT. A hard
+/// chain's steps that the kernel has not started yet cannot be cancelled there: each is cancelled as it
+/// starts, so one that completes at once may still complete.
+///
+/// Limits: 1 to 16 steps; each step is a single operation of the library (read, write, fsync, send, ...)
+/// without a time-out or stop token of its own (the chain's apply to all of them); a step's own result
+/// shape (a payload such as a statx) is not kept, only its io_result.
 #pragma once
 
 #include <array>
@@ -44,13 +45,13 @@ namespace detail {
 
 struct chain_base;
 
-// One step as the executor sees it: the step's request, bound to the payload the chain keeps.
+/// One step as the executor sees it: the step's request, bound to the payload the chain keeps.
 struct chain_node : operation {
   chain_base* owner = nullptr;
   const char* name = nullptr;
 };
 
-// Reads a step's request out of its awaitable (a friend of io_awaitable).
+/// Reads a step's request out of its awaitable (a friend of io_awaitable).
 struct chain_access {
   template <class Result, bool Throw, class Payload>
   static void bind(io_awaitable<Result, Throw, Payload>& step, chain_node& node) noexcept {
@@ -62,25 +63,25 @@ struct chain_access {
   }
 };
 
-// Everything that does not depend on the steps' types (src/ops/chain.cpp).
+/// Everything that does not depend on the steps' types (src/ops/chain.cpp).
 struct chain_base {
   chain_node* nodes = nullptr;
   std::uint8_t count = 0;
-  std::uint8_t link = kLinkNext;  // or kLinkHard
-  bool timed = false;             // with_timeout: `limit` bounds the whole chain
+  std::uint8_t link = kLinkNext;  ///< or kLinkHard
+  bool timed = false;             ///< with_timeout: `limit` bounds the whole chain
   timespec64 limit;
-  // The task's deadline bounds the chain where it comes before `limit`.
+  /// The task's deadline bounds the chain where it comes before `limit`.
   void bound_by(const deadline& d) noexcept;
-  std::stop_token token;  // with_stop_token's; else the awaiting coroutine's
+  std::stop_token token;  ///< with_stop_token's; else the awaiting coroutine's
 
-  // Starts the steps; false if the chain ended at once (a stop already requested, or a step the
-  // allowlist refuses: then no step runs). Throws std::logic_error off an executor, or one that closes.
+  /// Starts the steps; false if the chain ended at once (a stop already requested, or a step the
+  /// allowlist refuses: then no step runs). Throws std::logic_error off an executor, or one that closes.
   bool start(executor& ex, std::coroutine_handle<> waiter, const std::stop_token& inherited);
-  // After the resume: frees the stop callback.
+  /// After the resume: frees the stop callback.
   void end() noexcept;
-  // Step i's result as the chain reports it (a step cancelled by the time-out says ETIMEDOUT).
+  /// Step i's result as the chain reports it (a step cancelled by the time-out says ETIMEDOUT).
   [[nodiscard]] std::int32_t result(unsigned i) const noexcept;
-  // Throws for the first step that failed, if any.
+  /// Throws for the first step that failed, if any.
   void throw_if_failed() const;
 
  private:
@@ -97,10 +98,10 @@ struct chain_base {
   chain_node timer_;
   op_canceller* canceller_ = nullptr;
   unsigned pending_ = 0;
-  bool linked_ = false;     // the ring links steps (else: one step at a time)
-  unsigned run_end_ = 0;    // the last step of the run in flight: the kernel links up to it
-  bool stopping_ = false;   // a stop or the time-out: no more steps
-  bool timed_out_ = false;  // the time-out passed first
+  bool linked_ = false;     ///< the ring links steps (else: one step at a time)
+  unsigned run_end_ = 0;    ///< the last step of the run in flight: the kernel links up to it
+  bool stopping_ = false;   ///< a stop or the time-out: no more steps
+  bool timed_out_ = false;  ///< the time-out passed first
 };
 
 template <bool Throw, class... Steps>
@@ -140,11 +141,11 @@ class [[nodiscard]] chain_awaitable : chain_base {
     }
   }
 
-  // The same chain, yielding every step's io_result instead of throwing.
+  /// The same chain, yielding every step's io_result instead of throwing.
   chain_awaitable<false, Steps...> nothrow() && noexcept requires Throw {
     return chain_awaitable<false, Steps...>(std::move(*this));
   }
-  // The whole chain bounded by `d` (see with_timeout).
+  /// The whole chain bounded by `d` (see with_timeout).
   chain_awaitable within(timespec64 d) && noexcept {
     timed = true;
     limit = d;
@@ -173,28 +174,28 @@ class [[nodiscard]] chain_awaitable : chain_base {
 
 }  // namespace detail
 
-// Runs `steps` one after another, each only if the one before it succeeded (see the top of this file).
+/// Runs `steps` one after another, each only if the one before it succeeded (see the top of this file).
 template <class... Steps>
 requires(!std::is_reference_v<Steps> && ...) detail::chain_awaitable<true, Steps...> chain(Steps&&... steps) {
   return {detail::kLinkNext, std::move(steps)...};
 }
 
-// Runs `steps` one after another, each whatever the ones before it did.
+/// Runs `steps` one after another, each whatever the ones before it did.
 template <class... Steps>
 requires(!std::is_reference_v<Steps> &&
          ...) detail::chain_awaitable<true, Steps...> hard_chain(Steps&&... steps) {
   return {detail::kLinkHard, std::move(steps)...};
 }
 
-// The chain, its unfinished steps cancelled when `d` passes first: they then say ETIMEDOUT, and the
-// throwing form throws it. One timer for the whole chain, not one per step.
+/// The chain, its unfinished steps cancelled when `d` passes first: they then say ETIMEDOUT, and the
+/// throwing form throws it. One timer for the whole chain, not one per step.
 template <bool Throw, class... Steps, class Rep, class Period>
 detail::chain_awaitable<Throw, Steps...> with_timeout(detail::chain_awaitable<Throw, Steps...> c,
                                                       std::chrono::duration<Rep, Period> d) noexcept {
   return std::move(c).within(detail::to_timespec(d));
 }
 
-// The chain, its unfinished steps cancelled (ECANCELED) when `token` is stopped, from any thread.
+/// The chain, its unfinished steps cancelled (ECANCELED) when `token` is stopped, from any thread.
 template <bool Throw, class... Steps>
 detail::chain_awaitable<Throw, Steps...> with_stop_token(detail::chain_awaitable<Throw, Steps...> c,
                                                          std::stop_token token) noexcept {

@@ -1,12 +1,13 @@
-// uring/result.hpp — what a task awaited in its nothrow form yields.
-//
-// Provides: uring::result<T>, detail::nothrow_adapter (the nothrow form of an awaitable that throws).
-// Threads: a plain value; any thread.
-//
-// `co_await work().nothrow()` (uring/task.hpp) yields a result<T> instead of rethrowing: the task's
-// value, or the exception it ended with. error() is that exception's code when it is a
-// std::system_error (every failure of the library's own operations is: errno in system_category), so a
-// nothrow task reads like a nothrow operation's io_result; exception() keeps any other kind.
+/// @file
+/// uring/result.hpp — what a task awaited in its nothrow form yields.
+///
+/// Provides: uring::result<T>, detail::nothrow_adapter (the nothrow form of an awaitable that throws).
+/// Threads: a plain value; any thread.
+///
+/// `co_await work().nothrow()` (uring/task.hpp) yields a result<T> instead of rethrowing: the task's
+/// value, or the exception it ended with. error() is that exception's code when it is a
+/// std::system_error (every failure of the library's own operations is: errno in system_category), so a
+/// nothrow task reads like a nothrow operation's io_result; exception() keeps any other kind.
 #pragma once
 
 #include <coroutine>
@@ -18,19 +19,22 @@
 
 namespace uring {
 
+/// What a task awaited in its nothrow form (`co_await work().nothrow()`) yields: the task's value, or
+/// the exception it ended with. error() is that exception's code when it is a std::system_error; exception()
+/// keeps any other kind. Threads: a plain value; any thread.
 template <class T>
 class result {
   using stored = std::conditional_t<std::is_void_v<T>, bool, T>;
 
  public:
-  // A task that returned.
+  /// A task that returned.
   template <class... Args>
   static result done(Args&&... args) {
     result r;
     r.value_.emplace(std::forward<Args>(args)...);
     return r;
   }
-  // A task that threw `e` (its code, if it is a std::system_error, in `code`).
+  /// A task that threw `e` (its code, if it is a std::system_error, in `code`).
   static result failed(std::exception_ptr e, std::error_code code) noexcept {
     result r;
     r.error_ = std::move(e);
@@ -38,13 +42,17 @@ class result {
     return r;
   }
 
+  ///@{
+  /// True when the task returned.
   [[nodiscard]] bool ok() const noexcept { return !error_; }
   explicit operator bool() const noexcept { return ok(); }
-  // The std::system_error's code the task failed with; empty when it succeeded or threw another type.
+  ///@}
+  /// The std::system_error's code the task failed with; empty when it succeeded or threw another type.
   [[nodiscard]] std::error_code error() const noexcept { return code_; }
-  // What the task threw (null when it succeeded).
+  /// What the task threw (null when it succeeded).
   [[nodiscard]] std::exception_ptr exception() const noexcept { return error_; }
-  // The value; rethrows the task's exception if it failed.
+  ///@{
+  /// The value; rethrows the task's exception if it failed.
   decltype(auto) value() & {
     if (error_) std::rethrow_exception(error_);
     if constexpr (!std::is_void_v<T>) return (*value_);
@@ -53,6 +61,7 @@ class result {
     if (error_) std::rethrow_exception(error_);
     if constexpr (!std::is_void_v<T>) return std::move(*value_);
   }
+  ///@}
 
  private:
   result() = default;
@@ -63,8 +72,8 @@ class result {
 
 namespace detail {
 
-// `a`, awaited without exceptions: yields result<R> where `a` yields R or throws. Moves `a` in, so only
-// for awaitables that may be moved until awaited.
+/// `a`, awaited without exceptions: yields result<R> where `a` yields R or throws. Moves `a` in, so only
+/// for awaitables that may be moved until awaited.
 template <class Awaitable>
 class [[nodiscard]] nothrow_adapter {
   using value = decltype(std::declval<Awaitable&>().await_resume());

@@ -1,20 +1,21 @@
-// uring/spawn.hpp — start a task that runs on its own; its result comes back through a join_handle.
-//
-// Provides: uring::spawn.
-// Threads: spawn(t) runs t on the executor running on this thread; spawn(target, t) may be called from
-// any thread and runs t on `target`'s thread. Either way the task starts on a later turn of that loop.
-// `target` is an executor& (which must outlive the call) or an executor_handle (which may name an
-// executor that is gone: ESHUTDOWN then, see uring/executor_handle.hpp).
-//
-// The executor the task starts on owns its frame until it finishes, even if the task moves to other
-// executors in between (resume_on): when it finishes elsewhere, its owner is told and frees it.
-// spawn returns a join_handle: `co_await h` (any executor) or `h.get()` (a plain thread) gives the task's
-// value or exception. A task whose handle was dropped (or detached) runs on its own: an exception
-// escaping it shuts the owner down and is rethrown from executor::run() (as Asio's co_spawn does with
-// `detached`). Errors are never lost.
-// A lambda coroutine's captures live in the lambda, not in the task's frame: spawn(target, fn, args...)
-// keeps the callable and its arguments in the frame, where spawn(target, [x] -> task<> {...}()) reads
-// dead captures once the statement ends.
+/// @file
+/// uring/spawn.hpp — start a task that runs on its own; its result comes back through a join_handle.
+///
+/// Provides: uring::spawn.
+/// Threads: spawn(t) runs t on the executor running on this thread; spawn(target, t) may be called from
+/// any thread and runs t on `target`'s thread. Either way the task starts on a later turn of that loop.
+/// `target` is an executor& (which must outlive the call) or an executor_handle (which may name an
+/// executor that is gone: ESHUTDOWN then, see uring/executor_handle.hpp).
+///
+/// The executor the task starts on owns its frame until it finishes, even if the task moves to other
+/// executors in between (resume_on): when it finishes elsewhere, its owner is told and frees it.
+/// spawn returns a join_handle: `co_await h` (any executor) or `h.get()` (a plain thread) gives the task's
+/// value or exception. A task whose handle was dropped (or detached) runs on its own: an exception
+/// escaping it shuts the owner down and is rethrown from executor::run() (as Asio's co_spawn does with
+/// `detached`). Errors are never lost.
+/// A lambda coroutine's captures live in the lambda, not in the task's frame: spawn(target, fn, args...)
+/// keeps the callable and its arguments in the frame, where spawn(target, [x] -> task<> {...}()) reads
+/// dead captures once the statement ends.
 #pragma once
 
 #include <cerrno>
@@ -50,7 +51,7 @@ class spawned {
     spawn_node node;
     executor* owner = nullptr;
     std::exception_ptr error;
-    // Starts the task on a foreign owner, or tells the owner it finished elsewhere.
+    /// Starts the task on a foreign owner, or tells the owner it finished elsewhere.
     struct message_node : remote_node {
       promise_type* promise = nullptr;
     } message;
@@ -63,8 +64,8 @@ class spawned {
     }
     std::suspend_always initial_suspend() const noexcept { return {}; }
 
-    // On the owner's thread: the frame leaves the owner's list and is freed; its error, if any, fails
-    // the owner. Elsewhere (the task moved away and finished there), the owner is asked to do it.
+    /// On the owner's thread: the frame leaves the owner's list and is freed; its error, if any, fails
+    /// the owner. Elsewhere (the task moved away and finished there), the owner is asked to do it.
     struct final_awaiter {
       bool await_ready() const noexcept { return false; }
       void await_suspend(std::coroutine_handle<promise_type> h) const noexcept {
@@ -98,8 +99,8 @@ class spawned {
   std::coroutine_handle<promise_type> handle_;
 };
 
-// Runs `t`, keeps its outcome in `state` for the join_handle; with the handle gone, an exception fails the
-// executor (through the promise's unhandled_exception).
+/// Runs `t`, keeps its outcome in `state` for the join_handle; with the handle gone, an exception fails the
+/// executor (through the promise's unhandled_exception).
 template <class T>
 spawned spawn_body(task<T> t, std::shared_ptr<join_state<T>> state) {
   std::exception_ptr error;
@@ -119,15 +120,15 @@ spawned spawn_body(task<T> t, std::shared_ptr<join_state<T>> state) {
   if (state->end(std::move(error))) std::rethrow_exception(state->error);
 }
 
-// A task that owns `fn` and `args` (copied into its frame) and awaits what fn(args...) returns.
+/// A task that owns `fn` and `args` (copied into its frame) and awaits what fn(args...) returns.
 template <class F, class... Args>
 auto call_in_frame(F fn, Args... args) -> task<typename std::invoke_result_t<F&, Args&...>::value_type> {
   co_return co_await std::invoke(fn, args...);
 }
 
-// Both spawn(target, t) forms: wraps t and hands its start node over with `hand_off(node)`, which sets
-// node.target to the executor that takes it (that one becomes the owner). False if it was refused: the
-// frame (and t with it) is destroyed unstarted, and the caller throws.
+/// Both spawn(target, t) forms: wraps t and hands its start node over with `hand_off(node)`, which sets
+/// node.target to the executor that takes it (that one becomes the owner). False if it was refused: the
+/// frame (and t with it) is destroyed unstarted, and the caller throws.
 template <class T, class HandOff>
 [[nodiscard]] bool spawn_elsewhere(task<T> t, std::shared_ptr<join_state<T>> state, HandOff hand_off) {
   using promise = spawned::promise_type;
@@ -148,7 +149,7 @@ template <class T, class HandOff>
 
 }  // namespace detail
 
-// Starts `t` on the executor running on this thread; throws std::logic_error if there is none.
+/// Starts `t` on the executor running on this thread; throws std::logic_error if there is none.
 template <class T>
 join_handle<T> spawn(task<T> t) {
   executor& ex = detail::executor_access::current("uring::spawn");
@@ -160,8 +161,8 @@ join_handle<T> spawn(task<T> t) {
   return join_handle<T>(std::move(state));
 }
 
-// Starts `t` on `target`, from any thread. Throws std::system_error(ESHUTDOWN), with `t` destroyed
-// unstarted, if `target` no longer accepts work.
+/// Starts `t` on `target`, from any thread. Throws std::system_error(ESHUTDOWN), with `t` destroyed
+/// unstarted, if `target` no longer accepts work.
 template <class T>
 join_handle<T> spawn(executor& target, task<T> t) {
   if (executor::current() == &target) return spawn(std::move(t));
@@ -177,10 +178,10 @@ join_handle<T> spawn(executor& target, task<T> t) {
   return join_handle<T>(std::move(state));
 }
 
-// The same through a handle: ESHUTDOWN, with `t` destroyed unstarted, if the handle names no executor,
-// or one that is gone or refuses work. A task the target accepted but never started because it shut
-// down first is destroyed unstarted by the target (as for an executor&): its join_handle never ends, so
-// await it only from an executor that shuts down no later than the target (or with a time-out).
+/// The same through a handle: ESHUTDOWN, with `t` destroyed unstarted, if the handle names no executor,
+/// or one that is gone or refuses work. A task the target accepted but never started because it shut
+/// down first is destroyed unstarted by the target (as for an executor&): its join_handle never ends, so
+/// await it only from an executor that shuts down no later than the target (or with a time-out).
 template <class T>
 join_handle<T> spawn(const executor_handle& target, task<T> t) {
   if (executor* cur = executor::current(); cur != nullptr && cur->handle() == target)
@@ -193,9 +194,9 @@ join_handle<T> spawn(const executor_handle& target, task<T> t) {
   return join_handle<T>(std::move(state));
 }
 
-// The safe form for a lambda with captures (or any callable returning a task): `fn` and `args` are
-// copied into the spawned task's frame, so they live as long as it runs. (spawn(target, lambda()) keeps
-// only the task: a lambda temporary's captures are gone by the time it runs.)
+/// The safe form for a lambda with captures (or any callable returning a task): `fn` and `args` are
+/// copied into the spawned task's frame, so they live as long as it runs. (spawn(target, lambda()) keeps
+/// only the task: a lambda temporary's captures are gone by the time it runs.)
 template <class Target, class F, class... Args>
 requires(std::same_as<std::remove_cvref_t<Target>, executor> ||
          std::same_as<std::remove_cvref_t<Target>, executor_handle>) &&

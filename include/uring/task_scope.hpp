@@ -1,20 +1,21 @@
-// uring/task_scope.hpp — structured concurrency: tasks spawned into a scope end before the scope does.
-//
-// Provides: uring::task_scope.
-// Threads: spawn into it from any thread (onto any executor); co_await join() from a coroutine on any
-// executor, or join_blocking() from a plain thread; request_stop() from anywhere.
-//
-// Every member runs with the scope's stop token: request_stop() cancels the operations of all of them
-// (they typically end with ECANCELED, which the scope does not count as a failure once it was stopped).
-// The first member to fail stops the others, and join() rethrows its exception once every member has
-// ended. Members may spawn more members until then; once a joined scope's members have all ended,
-// spawning into it is a std::logic_error. A member whose executor shuts down before it ends (or refuses
-// it: spawn then also throws) counts as failed (ESHUTDOWN).
-// Destroying a scope that was not joined stops its members; on a plain thread it then waits for them
-// (their executors must be running, as in an executor_group: a member queued on an executor whose run()
-// has not started would be waited for until that executor is destroyed by another thread).
-// On an executor's thread it cannot wait (the members may need that very thread): they end on their own,
-// their frames owned by their executors as any spawned task's, so co_await join() there first.
+/// @file
+/// uring/task_scope.hpp — structured concurrency: tasks spawned into a scope end before the scope does.
+///
+/// Provides: uring::task_scope.
+/// Threads: spawn into it from any thread (onto any executor); co_await join() from a coroutine on any
+/// executor, or join_blocking() from a plain thread; request_stop() from anywhere.
+///
+/// Every member runs with the scope's stop token: request_stop() cancels the operations of all of them
+/// (they typically end with ECANCELED, which the scope does not count as a failure once it was stopped).
+/// The first member to fail stops the others, and join() rethrows its exception once every member has
+/// ended. Members may spawn more members until then; once a joined scope's members have all ended,
+/// spawning into it is a std::logic_error. A member whose executor shuts down before it ends (or refuses
+/// it: spawn then also throws) counts as failed (ESHUTDOWN).
+/// Destroying a scope that was not joined stops its members; on a plain thread it then waits for them
+/// (their executors must be running, as in an executor_group: a member queued on an executor whose run()
+/// has not started would be waited for until that executor is destroyed by another thread).
+/// On an executor's thread it cannot wait (the members may need that very thread): they end on their own,
+/// their frames owned by their executors as any spawned task's, so co_await join() there first.
 #pragma once
 
 #include <atomic>
@@ -39,9 +40,9 @@ namespace detail {
 
 struct scope_state {
   std::stop_source stop;
-  std::atomic<std::size_t> count{1};  // live members, plus one for the scope until it is joined
+  std::atomic<std::size_t> count{1};  ///< live members, plus one for the scope until it is joined
   std::atomic<bool> closed{false};
-  std::mutex mutex;  // guards error
+  std::mutex mutex;  ///< guards error
   std::exception_ptr error;
   join_point done;
 
@@ -71,8 +72,8 @@ struct scope_state {
   }
 };
 
-// One member's place in the scope, held in the member's frame as a parameter: it leaves the scope however
-// the frame ends (normally, or destroyed by an executor that shut down, started or not).
+/// One member's place in the scope, held in the member's frame as a parameter: it leaves the scope however
+/// the frame ends (normally, or destroyed by an executor that shut down, started or not).
 class scope_ticket {
  public:
   explicit scope_ticket(std::shared_ptr<scope_state> s) : scope_(std::move(s)) { scope_->enter(); }
@@ -110,11 +111,20 @@ task<void> scope_member(task<T> t, scope_ticket ticket) {
 
 }  // namespace detail
 
+/// Structured concurrency: tasks spawned into a scope end before the scope does. Every member runs with the
+/// scope's stop token; the first member to fail stops the others, and join() rethrows its exception once
+/// every member has ended (the file's comment has the rules for spawning late and for destruction).
+///
+/// Threads: spawn into it from any thread (onto any executor); co_await join() from a coroutine on any
+/// executor, or join_blocking() from a plain thread; request_stop() from anywhere.
 class task_scope {
  public:
+  /// An empty scope.
   task_scope() : state_(std::make_shared<detail::scope_state>()) {}
   task_scope(const task_scope&) = delete;
   task_scope& operator=(const task_scope&) = delete;
+  /// A scope that was not joined stops its members; on a plain thread it then waits for them, on an
+  /// executor's thread it cannot (they end on their own: co_await join() there first).
   ~task_scope() {
     if (state_->closed.load(std::memory_order_acquire)) return;
     state_->stop.request_stop();
@@ -122,42 +132,43 @@ class task_scope {
     if (detail::running_executor() == nullptr) state_->done.wait_blocking("uring::task_scope");
   }
 
-  // Starts `t` as a member on the executor running on this thread.
+  /// Starts `t` as a member on the executor running on this thread.
   template <class T>
   void spawn(task<T> t) {
     (void)uring::spawn(detail::scope_member(std::move(t), detail::scope_ticket(state_)));
   }
-  // Starts `t` as a member on `target` (an executor& or executor_handle), from any thread. ESHUTDOWN as
-  // uring::spawn if the target no longer accepts work.
+  /// Starts `t` as a member on `target` (an executor& or executor_handle), from any thread. ESHUTDOWN as
+  /// uring::spawn if the target no longer accepts work.
   template <class Target, class T>
   void spawn(Target&& target, task<T> t) {
     (void)uring::spawn(std::forward<Target>(target),
                        detail::scope_member(std::move(t), detail::scope_ticket(state_)));
   }
-  // The callable form: `fn` and `args` live in the member's frame (see uring/spawn.hpp).
+  /// The callable form: `fn` and `args` live in the member's frame (see uring/spawn.hpp).
   template <class Target, class F, class... Args>
   requires std::invocable<F&, Args&...>
   void spawn(Target&& target, F fn, Args... args) {
     spawn(std::forward<Target>(target), detail::call_in_frame(std::move(fn), std::move(args)...));
   }
 
-  // Stops every member: their pending operations are cancelled.
+  /// Stops every member: their pending operations are cancelled.
   void request_stop() noexcept { state_->stop.request_stop(); }
+  /// The scope's stop token, which every member runs with.
   [[nodiscard]] std::stop_token stop_token() const noexcept { return state_->stop.get_token(); }
-  // Members that have not ended yet (a snapshot).
+  /// Members that have not ended yet (a snapshot).
   [[nodiscard]] std::size_t size() const noexcept {
     const std::size_t n = state_->count.load(std::memory_order_acquire);
     return state_->closed.load(std::memory_order_acquire) ? n : n - 1;
   }
 
-  // Closes the scope and waits for every member to end; rethrows the first member's exception.
+  /// Closes the scope and waits for every member to end; rethrows the first member's exception.
   [[nodiscard]] task<void> join() {
     auto s = state_;  // the scope object may go once the caller resumes
     s->close();
     co_await s->done.wait("uring::task_scope::join");
     s->rethrow();
   }
-  // The same from a thread that runs no executor (std::logic_error on an executor's thread).
+  /// The same from a thread that runs no executor (std::logic_error on an executor's thread).
   void join_blocking() {
     state_->close();
     state_->done.wait_blocking("uring::task_scope::join_blocking");

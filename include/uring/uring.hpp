@@ -1,4 +1,5 @@
-// uring/uring.hpp — everything, for applications that prefer one include.
+/// @file
+/// uring/uring.hpp — everything, for applications that prefer one include.
 #pragma once
 
 #include "uring/async_mutex.hpp"

@@ -1,13 +1,14 @@
-// uring/when_all.hpp — run tasks concurrently and wait for all of them.
-//
-// Provides: uring::when_all (a fixed set of tasks of any types, or a vector of tasks of one type).
-// Threads: await it from a coroutine on an executor; the children start on that thread, inline, in order,
-// each running until its first suspension.
-//
-// `co_await when_all(a(), b())` yields std::tuple of the results (void results become std::monostate).
-// If a child throws, the others are stopped through their stop token (their pending operations are
-// cancelled), all are awaited, and the first exception is rethrown: no child outlives the co_await.
-// A stop request on the awaiting coroutine's own token reaches every child.
+/// @file
+/// uring/when_all.hpp — run tasks concurrently and wait for all of them.
+///
+/// Provides: uring::when_all (a fixed set of tasks of any types, or a vector of tasks of one type).
+/// Threads: await it from a coroutine on an executor; the children start on that thread, inline, in order,
+/// each running until its first suspension.
+///
+/// `co_await when_all(a(), b())` yields std::tuple of the results (void results become std::monostate).
+/// If a child throws, the others are stopped through their stop token (their pending operations are
+/// cancelled), all are awaited, and the first exception is rethrown: no child outlives the co_await.
+/// A stop request on the awaiting coroutine's own token reaches every child.
 #pragma once
 
 #include <array>
@@ -60,12 +61,16 @@ class [[nodiscard]] when_all_range_awaitable : public range_group<false, T> {
 
 }  // namespace detail
 
+/// Runs `tasks` concurrently and waits for all of them: yields std::tuple of the results (void results
+/// become std::monostate). If a child throws, the others are stopped through their stop token, all are
+/// awaited, and the first exception is rethrown: no child outlives the co_await.
+/// Threads: await it from a coroutine on an executor; the children start on that thread, inline, in order.
 template <class... T>
 requires(sizeof...(T) > 0) detail::when_all_awaitable<T...> when_all(task<T>... tasks) {
   return detail::when_all_awaitable<T...>(std::move(tasks)...);
 }
 
-// The same for any number of tasks of one type: yields a vector of results in the tasks' order.
+/// The same for any number of tasks of one type: yields a vector of results in the tasks' order.
 template <class T>
 detail::when_all_range_awaitable<T> when_all(std::vector<task<T>> tasks) {
   return detail::when_all_range_awaitable<T>(std::move(tasks));

@@ -1,13 +1,14 @@
-// uring/when_any.hpp — run tasks concurrently; the first to finish wins, the others are cancelled.
-//
-// Provides: uring::when_any (a fixed set of tasks of any types, or a vector of tasks of one type).
-// Threads: await it from a coroutine on an executor; the children start on that thread, inline, in order.
-//
-// `co_await when_any(a(), b())` yields a std::variant whose index() is the winner's position and whose
-// alternative is its result (void results become std::monostate). The first child to finish — with a
-// value or an exception — wins; the others are stopped through their stop token, which cancels their
-// pending operations (they typically end with ECANCELED), and are awaited before the co_await returns:
-// no child outlives it. A winner's exception is rethrown; the losers' outcomes are discarded.
+/// @file
+/// uring/when_any.hpp — run tasks concurrently; the first to finish wins, the others are cancelled.
+///
+/// Provides: uring::when_any (a fixed set of tasks of any types, or a vector of tasks of one type).
+/// Threads: await it from a coroutine on an executor; the children start on that thread, inline, in order.
+///
+/// `co_await when_any(a(), b())` yields a std::variant whose index() is the winner's position and whose
+/// alternative is its result (void results become std::monostate). The first child to finish — with a
+/// value or an exception — wins; the others are stopped through their stop token, which cancels their
+/// pending operations (they typically end with ECANCELED), and are awaited before the co_await returns:
+/// no child outlives it. A winner's exception is rethrown; the losers' outcomes are discarded.
 #pragma once
 
 #include <array>
@@ -49,7 +50,7 @@ class [[nodiscard]] when_any_awaitable : public fixed_group<true, T...> {
   }
 };
 
-// The range form: yields the winner's index and its result.
+/// The range form: yields the winner's index and its result.
 template <class T>
 class [[nodiscard]] when_any_range_awaitable : public range_group<true, T> {
  public:
@@ -71,13 +72,17 @@ class [[nodiscard]] when_any_range_awaitable : public range_group<true, T> {
 
 }  // namespace detail
 
+/// Runs `tasks` concurrently; the first to finish wins: yields a std::variant whose index() is the winner's
+/// position and whose alternative is its result (void results become std::monostate). The others are
+/// stopped through their stop token and awaited before the co_await returns; a winner's exception is
+/// rethrown. Threads: await it from a coroutine on an executor; the children start on that thread.
 template <class... T>
 requires(sizeof...(T) > 0) detail::when_any_awaitable<T...> when_any(task<T>... tasks) {
   return detail::when_any_awaitable<T...>(std::move(tasks)...);
 }
 
-// The same for any number of tasks of one type: yields {the winner's index, its result}. Throws
-// std::invalid_argument for an empty vector (no task could win).
+/// The same for any number of tasks of one type: yields {the winner's index, its result}. Throws
+/// std::invalid_argument for an empty vector (no task could win).
 template <class T>
 detail::when_any_range_awaitable<T> when_any(std::vector<task<T>> tasks) {
   return detail::when_any_range_awaitable<T>(std::move(tasks));

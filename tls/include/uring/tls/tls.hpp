@@ -1,6 +1,7 @@
-// uring/tls/tls.hpp — TLS on uring's sockets (the uring::tls component, on OpenSSL 3).
-//
-// Provides: everything in uring/tls/{context,stream,error,ktls}.hpp.
+/// @file
+/// uring/tls/tls.hpp — TLS on uring's sockets (the uring::tls component, on OpenSSL 3).
+///
+/// Provides: everything in uring/tls/{context,stream,error,ktls}.hpp.
 #pragma once
 
 #include "uring/tls/context.hpp"

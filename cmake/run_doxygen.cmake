@@ -1,0 +1,21 @@
+# cmake -DDOXYGEN=<doxygen> -DDOXYFILE=<configured Doxyfile> -DOUTPUT=<dir> -P run_doxygen.cmake
+# Generates the API reference and fails when Doxygen wrote any warning (its log is <dir>/warnings.log),
+# printing them. Without DOXYGEN it says so on a line the api_reference test treats as a skip.
+if(NOT DOXYGEN)
+  message("api_reference: skipped: doxygen not found (scripts/install-deps installs it)")
+  return()
+endif()
+file(MAKE_DIRECTORY ${OUTPUT})
+file(REMOVE ${OUTPUT}/warnings.log)
+execute_process(COMMAND ${DOXYGEN} ${DOXYFILE} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "doxygen failed (exit status ${rc})")
+endif()
+set(warnings "")
+if(EXISTS ${OUTPUT}/warnings.log)
+  file(READ ${OUTPUT}/warnings.log warnings)
+endif()
+if(NOT warnings STREQUAL "")
+  message(FATAL_ERROR "the API reference has Doxygen warnings (each public name needs a doc comment):\n${warnings}")
+endif()
+message(STATUS "API reference: ${OUTPUT}/html/index.html, no warnings")
