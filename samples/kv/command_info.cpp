@@ -158,7 +158,7 @@ constexpr subcommand subcommands[] = {
 
 }  // namespace
 
-// As Redis's lookupCommand for GETKEYS: a container's subcommand when one follows, else the command.
+// As Redis's lookupCommand (for GETKEYS, and before a command runs or is queued).
 const command_entry* find_command(args_t words) {
   const command_entry* base = find_entry(words[0]);
   if (base == nullptr || words.size() == 1) return base;
