@@ -276,6 +276,18 @@ def cases():
         b"MULTI\r\n", b"SET i 1\r\n", b"INCR i\r\n", b"EXEC\r\n",
         ["MULTI"], ["SET", "a", "z"], ["QUIT"], ("closed",),
     ]
+    # A subcommand unknown or of a wrong arity is refused when queued (EXEC aborts); right ones are queued.
+    yield "multi subcommands", [
+        ["MULTI"], ["CONFIG", "NOSUCH"], ["EXEC"], ["MULTI"], ["CLIENT", "SETNAME"], ["EXEC"],
+        ["MULTI"], ["COMMAND", "COUNT", "x"], ["EXEC"], ["MULTI"], ["COMMAND", "GETKEYS", "get"], ["EXEC"],
+        ["MULTI"], ["config", "get"], ["SET", "a", "1"], ["EXEC"], ["GET", "a"],
+        ["MULTI"], ["client", "Nosuch", "a", "b"], ["EXEC"], ["MULTI"], ["CLIENT", "SETNAME", "a", "b"], ["EXEC"],
+        ["MULTI"], ["CONFIG", "REWRITE", "x"], ["CLIENT", "TRACKING"], ["COMMAND", "x" * 200], ["EXEC"],
+        ["MULTI"], ["CONFIG", "a\0b"], ["EXEC"],
+        ["MULTI"], ["COMMAND", "INFO", "get"], ["CONFIG", "GET", "save"], ["CLIENT", "SETNAME", "x"],
+        ["CLIENT", "GETNAME"], ["EXEC"],
+        ["CLIENT", "TRACKING"], ["CONFIG", "REWRITE", "x"], ["COMMAND", "HELP", "x"], ["CONFIG", "NOSUCH", "x"],
+    ]
     # WATCH w, a change made by a second connection, then MULTI GET EXEC: the null array when it counts
     # as a change of w, the GET's reply otherwise.
     changes = [

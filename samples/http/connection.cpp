@@ -252,6 +252,7 @@ task<void> serve_http(link l, worker& w, const http_config& c) {
       }
       co_await flush(c, conn);
       if (!open) break;
+      if (!conn.stash.empty()) continue;  // the flush paused: what it took in is parsed before reading more
       if (answered) deadline = std::chrono::steady_clock::now() + c.header_timeout;
       const std::int32_t got = co_await read_more(
           conn, parser,

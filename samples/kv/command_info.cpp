@@ -20,17 +20,6 @@ const command_entry* find_entry(std::string_view name) {
   return nullptr;
 }
 
-// As Redis's lookupCommand for GETKEYS: a container's subcommand when one follows, else the command.
-const command_entry* find_command(args_t words) {
-  const command_entry* base = find_entry(words[0]);
-  if (base == nullptr || words.size() == 1) return base;
-  std::string sub = std::string(base->name) + "|";
-  for (const command_entry& e : command_table) {
-    if (e.sub && e.name.starts_with(sub)) return find_entry(sub + lower(words[1]));
-  }
-  return base;
-}
-
 std::size_t top_level_count() noexcept {
   std::size_t n = 0;
   for (const command_entry& e : command_table) n += e.sub ? 0 : 1;
@@ -168,6 +157,17 @@ constexpr subcommand subcommands[] = {
 };
 
 }  // namespace
+
+// As Redis's lookupCommand (for GETKEYS, and before a command runs or is queued).
+const command_entry* find_command(args_t words) {
+  const command_entry* base = find_entry(words[0]);
+  if (base == nullptr || words.size() == 1) return base;
+  std::string sub = std::string(base->name) + "|";
+  for (const command_entry& e : command_table) {
+    if (e.sub && e.name.starts_with(sub)) return find_entry(sub + lower(words[1]));
+  }
+  return base;
+}
 
 void append_resp3(std::string& out, std::string_view resp3, bool resp3_out) {
   if (resp3_out) {

@@ -1,7 +1,8 @@
 // samples/kv/command_table.hpp — what COMMAND answers of each command uring-kv implements, as Redis 7.0 does.
 //
 // Provides: kv::command_entry, kv::command_table (command_table.cpp, written by gen_command_table.py from
-// redis-server), kv::command_help, and kv::append_resp3 (an entry's bytes in the client's protocol).
+// redis-server), kv::command_help, kv::append_resp3 (an entry's bytes in the client's protocol) and
+// kv::find_command.
 #pragma once
 
 #include <span>
@@ -38,5 +39,9 @@ extern const std::string_view command_help;  // COMMAND HELP's reply, RESP3
 // Appends `resp3` (whole RESP3 values) to `out`, in RESP2 unless `resp3_out`: maps become arrays of keys
 // and values, sets arrays, as Redis writes them to a RESP2 client.
 void append_resp3(std::string& out, std::string_view resp3, bool resp3_out);
+
+// As Redis's lookupCommand: the entry of a container's subcommand when `words` has one (null if the container
+// has no such subcommand), else of the command (null if unknown). words[0] is the name, any case.
+const command_entry* find_command(std::span<const std::string_view> words);
 
 }  // namespace kv

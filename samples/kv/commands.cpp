@@ -6,6 +6,8 @@
 
 #include <uring/resp/parser.hpp>
 
+#include "command_table.hpp"
+
 namespace kv {
 
 namespace {
@@ -63,12 +65,13 @@ const spec* lookup(std::string_view name) noexcept {
   return nullptr;
 }
 
-// Redis's words for an unknown command: the name and the arguments, 128 bytes of each at most (printf's
-// %s: up to a NUL byte).
+// An argument as Redis's printf "%.Ns" writes it: up to a NUL byte, `max` bytes at most.
+std::string_view c_string(std::string_view s, std::size_t max) {
+  return s.substr(0, s.find('\0')).substr(0, max);
+}
+
+// Redis's words for an unknown command: the name and the arguments, 128 bytes of each at most.
 std::string unknown_command(args_t args) {
-  auto c_string = [](std::string_view s, std::size_t max) {
-    return s.substr(0, s.find('\0')).substr(0, max);
-  };
   std::string msg = "ERR unknown command '";
   msg.append(c_string(args[0], 128)).append("', with args beginning with: ");
   std::size_t list = msg.size();
@@ -77,6 +80,30 @@ std::string unknown_command(args_t args) {
     msg.append("'").append(arg).append("' ");
   }
   return msg;
+}
+
+// Whether `n` arguments (the name counted) fit Redis's `arity`: N exactly N, -N at least N.
+bool arity_fits(int arity, std::size_t n) noexcept {
+  auto count = static_cast<int>(n);
+  return arity > 0 ? count == arity : count >= -arity;
+}
+
+// The commands with subcommands, whose subcommand Redis looks up and checks before running or queuing one.
+bool has_subcommands(const spec& s) noexcept {
+  return s.multi == cmd_config || s.multi == cmd_client || s.local == cmd_command;
+}
+
+// Redis's refusal of `sp`'s subcommand args[1]: unknown, or of a wrong arity; empty when it may run.
+std::string subcommand_error(const spec& sp, args_t args) {
+  const command_entry* e = find_command(args);
+  if (e == nullptr) {
+    return "ERR unknown subcommand '" + std::string(c_string(args[1], 128)) + "'. Try " +
+           std::string(sp.name) + " HELP.";
+  }
+  if (!arity_fits(e->arity, args.size())) {
+    return "ERR wrong number of arguments for '" + std::string(e->name) + "' command";
+  }
+  return {};
 }
 
 std::atomic<std::int64_t> next_client_id{1};
@@ -110,8 +137,7 @@ task<bool> execute(server& srv, std::size_t me, session& ses, args_t args, reply
     ses.tx.dirty |= ses.tx.active;
     co_return true;
   }
-  auto n = static_cast<int>(args.size());
-  if ((sp->arity > 0 && n != sp->arity) || n < -sp->arity) {
+  if (!arity_fits(sp->arity, args.size())) {
     std::string why = "wrong number of arguments for '" + lower(sp->name) + "' command";
     if (sp->multi == cmd_exec) {
       co_await exec_abort(c, why);
@@ -120,6 +146,14 @@ task<bool> execute(server& srv, std::size_t me, session& ses, args_t args, reply
       ses.tx.dirty |= ses.tx.active;
     }
     co_return true;
+  }
+  // As Redis, before it runs or is queued: inside MULTI the refusal is the reply, and EXEC aborts.
+  if (args.size() > 1 && has_subcommands(*sp)) {
+    if (std::string why = subcommand_error(*sp, args); !why.empty()) {
+      resp::append_error(out.text(), why);
+      ses.tx.dirty |= ses.tx.active;
+      co_return true;
+    }
   }
   if (ses.exec_count < 0) {  // within EXEC, Redis's last command stays "exec"
     ses.info.cmd = sp->name;

@@ -119,8 +119,8 @@ uring::task<void> cmd_info(context& c);
 // CONFIG GET, SET and RESETSTAT (config.cpp; RESETSTAT visits every executor).
 uring::task<void> cmd_config(context& c);
 // Transactions (transaction.cpp). While MULTI is on, execute queues the other commands with
-// queue_command, and refuses those of a wrong name or arity (then EXEC aborts); EXEC of a wrong arity
-// ends the transaction through exec_abort. unwatch_all: a closing connection's watches go.
+// queue_command, and refuses those of a wrong name or arity, subcommand's included (then EXEC aborts); EXEC
+// of a wrong arity ends the transaction through exec_abort. unwatch_all: a closing connection's watches go.
 uring::task<void> cmd_multi(context& c);
 uring::task<void> cmd_exec(context& c);
 uring::task<void> cmd_discard(context& c);
