@@ -230,8 +230,7 @@ task<void> cmd_client(context& c) {
         text(c), "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try CLIENT HELP.");
   }
   if (c.ses.exec_count < 0) c.ses.info.sub = known->name;
-  auto n = static_cast<int>(c.args.size());
-  if ((known->arity > 0 && n != known->arity) || n < -known->arity) co_return subcommand_arity(c);
+  if (!arity_fits(known->arity, c.args.size())) co_return subcommand_arity(c);
   if (known->name == "SETNAME") {
     if (c.args[2].size() > max_client_name) {
       co_return resp::append_error(text(c), "ERR Client names are limited to " +

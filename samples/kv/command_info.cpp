@@ -121,8 +121,7 @@ void command_getkeys(context& c, bool with_flags) {
   const command_entry* e = find_command(words);
   if (e == nullptr) return resp::append_error(text(c), "ERR Invalid command specified");
   if (e->specs_count == 0) return resp::append_error(text(c), "ERR The command has no key arguments");
-  auto n = static_cast<int>(words.size());
-  if ((e->arity > 0 && e->arity != n) || n < -e->arity) {
+  if (!arity_fits(e->arity, words.size())) {
     return resp::append_error(text(c), "ERR Invalid number of arguments specified for command");
   }
   auto keys = keys_of(*e, words);
@@ -200,8 +199,7 @@ void cmd_command(context& c) {
   for (const subcommand& s : subcommands) {
     if (!iequals(c.args[1], s.name)) continue;
     if (c.ses.exec_count < 0) c.ses.info.sub = s.name;
-    auto n = static_cast<int>(c.args.size());
-    if ((s.arity > 0 && n != s.arity) || n < -s.arity) {
+    if (!arity_fits(s.arity, c.args.size())) {
       return resp::append_error(text(c),
                                 "ERR wrong number of arguments for 'command|" + lower(s.name) + "' command");
     }

@@ -82,12 +82,6 @@ std::string unknown_command(args_t args) {
   return msg;
 }
 
-// Whether `n` arguments (the name counted) fit Redis's `arity`: N exactly N, -N at least N.
-bool arity_fits(int arity, std::size_t n) noexcept {
-  auto count = static_cast<int>(n);
-  return arity > 0 ? count == arity : count >= -arity;
-}
-
 // The commands with subcommands, whose subcommand Redis looks up and checks before running or queuing one.
 bool has_subcommands(const spec& s) noexcept {
   return s.multi == cmd_config || s.multi == cmd_client || s.local == cmd_command;
@@ -115,6 +109,11 @@ bool runs_in_multi(const spec& s) noexcept {
 }
 
 }  // namespace
+
+bool arity_fits(int arity, std::size_t n) noexcept {
+  auto count = static_cast<int>(n);
+  return arity > 0 ? count == arity : count >= -arity;
+}
 
 session::session() : id(next_client_id.fetch_add(1, std::memory_order_relaxed)) {}
 

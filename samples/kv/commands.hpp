@@ -152,6 +152,9 @@ inline constexpr std::uint64_t min_input_limit = 1024 * 1024;
 // 1000, kb 1024). Null if it is not one; UINT64_MAX if it overflows.
 std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept;
 
+// Whether `n` arguments (the name counted) fit Redis's `arity`: N exactly N, -N at least N.
+bool arity_fits(int arity, std::size_t n) noexcept;
+
 // Whether `key` matches the glob `pattern` as Redis's stringmatchlen (KEYS, SCAN MATCH, COMMAND LIST).
 bool matches(std::string_view pattern, std::string_view key);
 
