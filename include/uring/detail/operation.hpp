@@ -135,7 +135,7 @@ struct operation {
   bool multishot = false;
   bool cancel_sent = false;     // a cancel was asked for (executor::inflight shows it)
   bool reported = false;        // the stuck-operation watchdog has reported it
-  std::uint32_t live_slot = 0;  // its place in the executor's in-flight registry (op_queue::enlist)
+  std::uint32_t live_slot = 0;  // its slot in the in-flight registry's back array (live_registry), else 0
   io_request request;
   std::uint32_t since_ms = 0;   // the turn's coarse clock when it started (op_queue::now_ms): its age
   std::uint32_t since_us = 0;   // the turn's fine clock then, with latency histograms (op_queue::now_us)
