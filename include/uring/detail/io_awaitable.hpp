@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stop_token>
@@ -97,6 +98,10 @@ struct op_canceller : remote_node {
   explicit op_canceller(std::stop_token t) noexcept : token(std::move(t)) {
     run = [](remote_node* n) noexcept { static_cast<op_canceller*>(n)->cancel_now(); };
   }
+  // From a small per-thread cache of freed cancellers (src/ops/op_canceller.cpp): an operation with a stop
+  // token allocates one each time, and malloc's free path costs more than the rest of the canceller.
+  static void* operator new(std::size_t size);
+  static void operator delete(void* p, std::size_t size) noexcept;
   // On the owner thread.
   void cancel_now() noexcept {
     if (cancel_all != nullptr) {

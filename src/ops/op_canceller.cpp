@@ -1,0 +1,52 @@
+// src/ops/op_canceller.cpp — where the cancellers of operations with a stop token come from: a per-thread
+// cache of freed ones in front of operator new.
+#include <cstddef>
+#include <new>
+
+#include "uring/detail/io_awaitable.hpp"
+
+namespace uring::detail {
+
+namespace {
+
+// Under ASan every canceller comes from the allocator, so a use after free stays visible.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int cache_capacity = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr int cache_capacity = 0;
+#else
+constexpr int cache_capacity = 32;
+#endif
+#else
+constexpr int cache_capacity = 32;
+#endif
+
+// Freed cancellers kept for the thread's next operations with a stop token (bounded: a thread that once
+// had many in flight keeps at most cache_capacity), returned to the allocator when the thread ends.
+struct canceller_cache {
+  void* blocks[cache_capacity > 0 ? cache_capacity : 1];
+  int count = 0;
+  ~canceller_cache() {
+    while (count > 0) ::operator delete(blocks[--count]);
+  }
+};
+
+thread_local canceller_cache cache;
+
+}  // namespace
+
+void* op_canceller::operator new(std::size_t size) {
+  if (size == sizeof(op_canceller) && cache.count > 0) return cache.blocks[--cache.count];
+  return ::operator new(size);
+}
+
+void op_canceller::operator delete(void* p, std::size_t size) noexcept {
+  if (size == sizeof(op_canceller) && cache.count < cache_capacity) {
+    cache.blocks[cache.count++] = p;
+    return;
+  }
+  ::operator delete(p);
+}
+
+}  // namespace uring::detail
