@@ -3,13 +3,15 @@
 // The first input byte picks a piece size (1..255, from the byte) and a few limits; the rest is fed in
 // pieces of that size, draining next() after each, alternately through feed() and prepare()/commit().
 // Checked besides the sanitizers: every split gives the same commands (or the same refusal) as feeding
-// the input at once; a command is never empty and stays within the limits; a refusal is a
+// the input at once; a command is never empty and stays within the limits; a long argument is taken
+// once (take()); a refusal is a
 // "-ERR Protocol error: ...\r\n" line and leaves nothing buffered; re-encoding a command with
 // append_bulk_array and parsing that gives the command back.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +47,14 @@ std::vector<command> run(std::string_view input, std::size_t piece, const resp::
       check(!p.args().empty() && p.args().size() <= lim.max_args);
       for (auto a : p.args()) check(a.size() <= std::max(lim.max_bulk, lim.max_inline));
       out.emplace_back(p.args().begin(), p.args().end());
+      // A long argument has a string of its own, handed over whole, once.
+      for (std::size_t i = 0; i < p.args().size(); ++i) {
+        std::string_view a = p.args()[i];
+        std::optional<std::string> own = p.take(a);
+        if (!own) continue;
+        check(a.size() >= lim.own_bulk && own->data() == a.data() && *own == out.back()[i]);
+        check(!p.take(a));
+      }
     }
     return false;
   });
@@ -63,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     lim.max_bulk = 16;
     lim.max_inline = 32;
     lim.max_command = 64 + (knob & 0x3F);
+    lim.own_bulk = 1 + (knob & 0x0F);  // and the strings of their own that long bulk strings get
   }
   std::size_t piece = 1 + (knob & 0x7F) * 2;
   auto whole = run(input, input.size() + 1, lim, false);

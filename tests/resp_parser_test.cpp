@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -195,6 +196,66 @@ TEST(RespParser, Limits) {
   expect_refused("0123456789a", "too big inline request", lim);  // refused before the line ends
   lim.max_bulk = 100;
   expect_refused("*1\r\n$60\r\n", "command too large", lim);  // refused before the bytes arrive
+}
+
+// Bulk strings of limits.own_bulk bytes or more get a string of their own: the same commands and refusals
+// come out whatever the split, by feed() or prepare()/commit().
+TEST(RespParser, LargeBulkStringsParseAsTheRest) {
+  resp::limits lim;
+  lim.own_bulk = 4;
+  expect_commands("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\n0123456789\r\n*1\r\n$4\r\nPING\r\n",
+                  {{"SET", "k", "0123456789"}, {"PING"}}, lim);
+  // Two large ones, one at the threshold, one just under it, and an empty one.
+  expect_commands("*4\r\n$4\r\nMSET\r\n$3\r\nabc\r\n$6\r\nv\r\n\r\nx\r\n$0\r\n\r\n",
+                  {{"MSET", "abc", "v\r\n\r\nx", ""}}, lim);
+  expect_refused("*2\r\n$3\r\nSET\r\n$5\r\nabcdeXY", "expected CRLF after bulk string", lim);
+  expect_refused("*2\r\n$3\r\nSET\r\n$5\r\nabcde\rX", "expected CRLF after bulk string", lim);
+  // max_command counts a large string's bytes though they left the buffer.
+  lim.max_command = 30;
+  expect_commands("*2\r\n$8\r\n01234567\r\n$1\r\nx\r\n", {{"01234567", "x"}}, lim);
+  expect_refused("*2\r\n$10\r\n0123456789\r\n$10\r\n", "command too large", lim);
+}
+
+TEST(RespParser, TakeHandsOverALargeArgumentWithoutACopy) {
+  resp::limits lim;
+  lim.own_bulk = 1024;
+  resp::command_parser p(lim);
+  const std::string value(100 * 1024, 'v');
+  std::string input =
+      "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + std::to_string(value.size()) + "\r\n" + value + "\r\n";
+  for (std::size_t at = 0; at < input.size(); at += 4096) p.feed(std::string_view(input).substr(at, 4096));
+  ASSERT_EQ(p.next(), parse_status::command);
+  ASSERT_EQ(p.args().size(), 3u);
+  const std::string_view arg = p.args()[2];
+  EXPECT_FALSE(p.take(p.args()[1]).has_value()) << "a short argument stays in the buffer";
+  std::optional<std::string> owned = p.take(arg);
+  ASSERT_TRUE(owned.has_value());
+  EXPECT_EQ(owned->data(), arg.data()) << "the same bytes, not a copy";
+  EXPECT_EQ(*owned, value);
+  EXPECT_FALSE(p.take(arg).has_value()) << "taken once";
+  EXPECT_EQ(p.buffered(), 0u);
+  EXPECT_EQ(p.next(), parse_status::need_more);
+  EXPECT_EQ(*owned, value) << "the taken string outlives the command";
+}
+
+// A large value in progress counts as buffered: a server that reads on while buffered() > 0 does not drop
+// a command half read.
+TEST(RespParser, ALargeValueInProgressCountsAsBuffered) {
+  resp::command_parser p;  // own_bulk 32 KiB
+  const std::string_view head = "*2\r\n$3\r\nSET\r\n$1048576\r\n";
+  p.feed(head);
+  EXPECT_EQ(p.next(), parse_status::need_more);
+  const std::string piece(16 * 1024, 'x');
+  std::size_t fed = 0;
+  while (fed < 1024 * 1024) {
+    p.feed(piece);
+    fed += piece.size();
+    EXPECT_EQ(p.next(), parse_status::need_more);
+    EXPECT_EQ(p.buffered(), head.size() + fed) << "the header's bytes and the value's so far";
+  }
+  p.feed("\r\n");
+  ASSERT_EQ(p.next(), parse_status::command);
+  EXPECT_EQ(p.args()[1].size(), 1024u * 1024);
 }
 
 TEST(RespParser, MemoryStaysBoundedUnderAFlood) {

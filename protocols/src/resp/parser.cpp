@@ -3,6 +3,8 @@
 // A multibulk command is parsed as its bytes arrive: pos_ remembers how far the command is read and spans_
 // which arguments are complete, as offsets (feed() may move the buffer), so a command fed one byte at a
 // time costs one pass, not one per feed. The argument views are made when the command is complete.
+// A large bulk string leaves the buffer as soon as its length is read: its bytes go into a string of its
+// own, so the buffer holds only the command's small parts and the bytes of one read.
 #include <uring/resp/parser.hpp>
 
 #include <algorithm>
@@ -72,11 +74,38 @@ void append_line_text(std::string& out, std::string_view s) {
 
 }  // namespace
 
+void command_parser::feed(std::string_view bytes) {
+  // While a large bulk string waits for its bytes, the buffer ends where they start.
+  if (big_left_ > 0 && !closed() && unread().size() == pos_) {
+    std::size_t n = std::min(big_left_, bytes.size());
+    owned_.back().append(bytes.substr(0, n));
+    owned_bytes_ += n;
+    moved_ += n;
+    big_left_ -= n;
+    bytes.remove_prefix(n);
+  }
+  input_buffer::feed(bytes);
+}
+
+std::optional<std::string> command_parser::take(std::string_view arg) noexcept {
+  for (std::size_t i = 0; i < handed_bytes_.size(); ++i) {
+    if (handed_bytes_[i].data() != arg.data() || handed_bytes_[i].size() != arg.size()) continue;
+    if (handed_[i].data() != arg.data()) return std::nullopt;  // taken already
+    return std::move(handed_[i]);
+  }
+  return std::nullopt;
+}
+
 parse_status command_parser::fail(std::string_view why) {
   error_ = "-ERR Protocol error: ";
   error_.append(why).append(crlf);
   args_.clear();
   spans_.clear();
+  owned_.clear();
+  handed_.clear();
+  handed_bytes_.clear();
+  owned_bytes_ = moved_ = big_left_ = 0;
+  big_pending_ = false;
   close();  // nothing more will be parsed: the connection is closing
   return parse_status::error;
 }
@@ -85,6 +114,8 @@ parse_status command_parser::next() {
   if (closed()) return parse_status::error;
   drop_handed_out();
   args_.clear();
+  handed_.clear();
+  handed_bytes_.clear();
   for (;;) {
     std::string_view in = unread();
     if (in.empty()) return parse_status::need_more;
@@ -117,6 +148,24 @@ parse_status command_parser::parse_multibulk() {
     pos_ = end;
   }
   while (spans_.size() < static_cast<std::size_t>(expected_)) {
+    if (big_pending_) {
+      // A large bulk string's bytes that reached the buffer (prepare and commit), then its CRLF.
+      std::size_t n = std::min(big_left_, in.size() - pos_);
+      owned_.back().append(in.substr(pos_, n));
+      erase(pos_, n);
+      owned_bytes_ += n;
+      moved_ += n;
+      big_left_ -= n;
+      in = unread();
+      if (big_left_ > 0) return parse_status::need_more;
+      std::string_view after = in.substr(pos_, crlf.size());
+      if (after != crlf.substr(0, after.size())) return fail("expected CRLF after bulk string");
+      if (after.size() < crlf.size()) return parse_status::need_more;
+      spans_.emplace_back(owned_mark | (owned_.size() - 1), owned_.back().size());
+      pos_ += crlf.size();
+      big_pending_ = false;
+      continue;
+    }
     if (pos_ >= in.size()) return parse_status::need_more;
     if (in[pos_] != '$') {
       return fail("expected '$', got '" + printable(in[pos_]) + "'");
@@ -139,7 +188,16 @@ parse_status command_parser::parse_multibulk() {
     }
     auto size = static_cast<std::size_t>(*length);
     std::size_t end = data + size + crlf.size();
-    if (end > limits_.max_command) return fail("command too large");
+    if (moved_ + end > limits_.max_command) return fail("command too large");
+    if (size >= limits_.own_bulk) {
+      // Its own string, at its full length at once: the bytes here move into it, later ones go there.
+      // Never a short string's inline storage, whose bytes would move with it (take() relies on that).
+      owned_.emplace_back().reserve(std::max<std::size_t>(size, 64));
+      big_left_ = size;
+      big_pending_ = true;
+      pos_ = data;
+      continue;
+    }
     // The CRLF after the data is checked byte by byte as it arrives: a wrong byte is refused at once.
     std::string_view after = in.substr(std::min(in.size(), data + size), crlf.size());
     if (after != crlf.substr(0, after.size())) return fail("expected CRLF after bulk string");
@@ -177,8 +235,15 @@ parse_status command_parser::parse_inline() {
 parse_status command_parser::complete(std::size_t length) {
   std::string_view in = unread();
   args_.clear();
-  for (auto [offset, size] : spans_) args_.push_back(in.substr(offset, size));
+  for (auto [offset, size] : spans_) {
+    args_.push_back((offset & owned_mark) != 0 ? std::string_view(owned_[offset & ~owned_mark])
+                                               : in.substr(offset, size));
+  }
   spans_.clear();
+  handed_ = std::move(owned_);
+  owned_.clear();
+  handed_bytes_.assign(handed_.begin(), handed_.end());
+  owned_bytes_ = moved_ = 0;
   expected_ = -1;
   pos_ = 0;
   inline_scan_ = 0;

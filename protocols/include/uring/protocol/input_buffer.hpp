@@ -70,6 +70,8 @@ class input_buffer {
       begin_ = 0;
     }
   }
+  /// Removes the unread bytes [at, at + n) (the parser moved them elsewhere); those after them slide down.
+  void erase(std::size_t at, std::size_t n) noexcept { data_.erase(begin_ + at, n); }
   /// After a refusal: forgets everything, returns the storage, and drops what is fed from now on (the
   /// connection is closing; a peer that keeps sending must not make it grow).
   void close() noexcept {

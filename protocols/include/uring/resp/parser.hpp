@@ -41,10 +41,14 @@
 ///  - a multibulk command whose bytes exceed limits.max_command: "command too large".
 /// Memory: the bytes fed and not yet handed out by next(), plus one argument list (<= max_args views):
 /// bounded by max_command + one read for a server that drains next() until need_more after each read.
+/// A bulk string of limits.own_bulk bytes or more is read into a string of its own, allocated once at
+/// its announced length (pages are committed as its bytes arrive): it is never copied as the buffer
+/// grows, and take() hands it to the caller without a copy, so a large value costs its size once.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -61,6 +65,7 @@ struct limits {
   std::size_t max_args = 1024;                 ///< arguments of one command
   std::size_t max_inline = 64 * 1024;          ///< bytes of one inline command line before its "\n"
   std::size_t max_command = 16 * 1024 * 1024;  ///< bytes of one multibulk command, framing included
+  std::size_t own_bulk = 32 * 1024;  ///< bulk strings this long and longer get a string of their own (take())
 };
 
 /// What command_parser::next found.
@@ -80,10 +85,13 @@ class command_parser : private detail::input_buffer {
 
   /// feed(bytes), prepare(n) + commit(k), buffered(): adding bytes read from the connection, and how many
   /// are waiting (see input_buffer). Each invalidates the views of the last message handed out.
-  using input_buffer::buffered;
   using input_buffer::commit;
-  using input_buffer::feed;
   using input_buffer::prepare;
+  /// Adds bytes read from the connection: those of a large bulk string in progress go straight into its
+  /// own string, the rest into the buffer.
+  void feed(std::string_view bytes);
+  /// Bytes fed and not yet handed out as part of a command, a large bulk string's included.
+  [[nodiscard]] std::size_t buffered() const noexcept { return input_buffer::buffered() + owned_bytes_; }
 
   /// Parses on from where the last call stopped. Drops the previous command's bytes first, so the views of
   /// the command returned before are invalid afterwards.
@@ -93,6 +101,11 @@ class command_parser : private detail::input_buffer {
   [[nodiscard]] std::span<const std::string_view> args() const noexcept { return args_; }
   /// The complete error reply after parse_status::error: "-ERR Protocol error: <why>\r\n".
   [[nodiscard]] std::string_view error() const noexcept { return error_; }
+
+  /// If `arg` is an argument of the command last returned that has a string of its own (a bulk string of
+  /// limits.own_bulk bytes or more), moves that string out, else empty. `arg` keeps pointing at the same
+  /// bytes, now the caller's. Calls for different arguments may run on different threads at once.
+  [[nodiscard]] std::optional<std::string> take(std::string_view arg) noexcept;
 
  private:
   parse_status fail(std::string_view why);
@@ -108,6 +121,17 @@ class command_parser : private detail::input_buffer {
   std::size_t pos_ = 0;                                     ///< first byte not parsed yet
   std::vector<std::pair<std::size_t, std::size_t>> spans_;  ///< (offset, length) of the arguments so far
   std::size_t inline_scan_ = 0;                             ///< inline bytes already searched for '\n'
+  /// Large bulk strings: those of the command in progress (a span's offset is owned_mark | index), the
+  /// last one still filling while big_left_ > 0; then, once the command is handed out, the same strings
+  /// with where their bytes are (take() matches on that, never on a string another thread may move).
+  static constexpr std::size_t owned_mark = std::size_t{1} << 63;
+  std::vector<std::string> owned_;
+  std::size_t owned_bytes_ = 0;  ///< bytes in owned_ for the command in progress
+  std::size_t big_left_ = 0;     ///< bytes the last of owned_ still waits for
+  bool big_pending_ = false;     ///< the last of owned_ is not in spans_ yet (its bytes or CRLF are due)
+  std::size_t moved_ = 0;        ///< command bytes moved out of the buffer into owned_ (for max_command)
+  std::vector<std::string> handed_;
+  std::vector<std::string_view> handed_bytes_;
 };
 
 /// Reply encoders: each appends one RESP2 value to `out`.
