@@ -172,7 +172,7 @@ task<bool> execute(server& srv, std::size_t me, session& ses, args_t args, reply
     std::size_t i = kv::shard_of(args[1], srv.count());
     count_keyed(srv, me, i != me);
     // A value replied comes back shared, so a long one is sent from the store, not copied.
-    shard_reply r{out.text(), nullptr, false, out.resp3()};
+    shard_reply r{out.text(), nullptr, false, out.resp3(), ses.input};
     co_await on_shard(srv, me, i,
                       [&srv, sp, args, &r, i, db = ses.db] { sp->single(srv.shards[i]->db[db], args, r); });
     if (r.has_value) out.bulk(std::move(r.value));

@@ -61,6 +61,7 @@ struct session {
   int auth_failures = 0;         // failed AUTH and HELLO AUTH: max_auth_failures close the connection
   client_info info;              // what CLIENT LIST tells of the connection
   std::int64_t exec_count = -1;  // while EXEC runs its queue: the queue's length (CLIENT LIST's multi=)
+  uring::resp::command_parser* input = nullptr;  // while a burst is served: its parser (adopt_value)
 
   session();
 };

@@ -109,6 +109,12 @@ constexpr std::string_view too_large = "command too large";
   lim.max_args = INT_MAX;  // as Redis: the count is bounded by the bytes a command may take
   lim.max_command = srv->query_buffer_limit.load(std::memory_order_relaxed);
   resp::command_parser parser(lim);
+  // Commands that store a large argument take it from the parser rather than copy it (adopt_value).
+  struct input_scope {
+    session& s;
+    ~input_scope() { s.input = nullptr; }
+  } scope{ses};
+  ses.input = &parser;
   parser.feed(first.view());
   first.reset();  // back to the pool at once: the parser keeps its own copy
   reply out(s, limits->output);

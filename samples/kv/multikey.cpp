@@ -126,8 +126,9 @@ task<void> cmd_mget(context& c) {
 
 task<void> cmd_mset(context& c) {
   if (!pairs(c)) co_return;
-  co_await each_key(c, 1, 2,
-                    [&c](keyspace& ks, std::size_t a) { ks.put(c.args[a], make_value(c.args[a + 1]), 0); });
+  co_await each_key(c, 1, 2, [&c](keyspace& ks, std::size_t a) {
+    ks.put(c.args[a], adopt_value(c.ses.input, c.args[a + 1]), 0);
+  });
   resp::append_simple_string(c.out.text(), "OK");
 }
 
@@ -138,8 +139,9 @@ task<void> cmd_msetnx(context& c) {
   co_await each_key(
       c, 1, 2, [&c, &any](keyspace& ks, std::size_t a) { any |= ks.find(c.args[a], clock_ms()) != nullptr; });
   if (!any) {
-    co_await each_key(c, 1, 2,
-                      [&c](keyspace& ks, std::size_t a) { ks.put(c.args[a], make_value(c.args[a + 1]), 0); });
+    co_await each_key(c, 1, 2, [&c](keyspace& ks, std::size_t a) {
+      ks.put(c.args[a], adopt_value(c.ses.input, c.args[a + 1]), 0);
+    });
   }
   resp::append_integer(c.out.text(), any ? 0 : 1);
 }

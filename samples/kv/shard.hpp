@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include <uring/resp/parser.hpp>
+
 namespace kv {
 
 // Milliseconds of Unix time, as Redis keeps expiry deadlines: EXPIREAT and EXPIRETIME speak in it.
@@ -61,6 +63,16 @@ using value_ptr = std::shared_ptr<const std::string>;
 
 // Made non-const and held as const: keyspace::own may change one that nothing else holds (APPEND, SETRANGE).
 inline value_ptr make_value(std::string_view v) { return std::make_shared<std::string>(v); }
+
+// The value of argument `arg` of the command `input` last parsed: a large one is taken from the parser
+// (its bytes were read into a string of their own), so storing it costs no copy; others are copied.
+inline value_ptr adopt_value(uring::resp::command_parser* input, std::string_view arg) {
+  if (input != nullptr) {
+    if (std::optional<std::string> own = input->take(arg))
+      return std::make_shared<std::string>(std::move(*own));
+  }
+  return make_value(arg);
+}
 
 // `a` equals the upper-case ASCII `upper`, ignoring case (command names and options).
 inline bool iequals(std::string_view a, std::string_view upper) noexcept {
@@ -212,7 +224,8 @@ struct shard_reply {
   std::string& text;
   value_ptr value;
   bool has_value = false;
-  bool resp3 = false;  // the client speaks RESP3: its null is "_"
+  bool resp3 = false;                            // the client speaks RESP3: its null is "_"
+  uring::resp::command_parser* input = nullptr;  // where the arguments came from: see adopt_value
 
   void null() { text += resp3 ? "_\r\n" : "$-1\r\n"; }
   void bulk(value_ptr v) {

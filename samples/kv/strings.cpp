@@ -112,7 +112,7 @@ void set_value(keyspace& ks, std::string_view key, std::string_view value, unsig
   }
   std::int64_t keep = e != nullptr && (flags & keepttl) ? e->expires_ms : 0;
   if (e == nullptr) e = &ks.upsert(key);  // one lookup when the key exists
-  e->value = make_value(value);
+  e->value = adopt_value(out.input, value);
   ks.set_expiry(key, *e, expires != 0 ? expires : keep);
   if (!(flags & get)) out.text += ok;
 }
@@ -229,7 +229,7 @@ void cmd_getdel(keyspace& ks, args_t args, shard_reply& out) {
 
 void cmd_getset(keyspace& ks, args_t args, shard_reply& out) {
   out.bulk(get_value(ks, args[1]));
-  ks.put(args[1], make_value(args[2]), 0);
+  ks.put(args[1], adopt_value(out.input, args[2]), 0);
 }
 
 void cmd_strlen(keyspace& ks, args_t args, shard_reply& out) {
@@ -242,7 +242,7 @@ void cmd_strlen(keyspace& ks, args_t args, shard_reply& out) {
 void cmd_append(keyspace& ks, args_t args, shard_reply& out) {
   entry* e = ks.find(args[1], clock_ms());
   if (e == nullptr) {
-    ks.put(args[1], make_value(args[2]), 0);
+    ks.put(args[1], adopt_value(out.input, args[2]), 0);
     return resp::append_integer(out.text, static_cast<std::int64_t>(args[2].size()));
   }
   if (static_cast<std::int64_t>(e->value->size() + args[2].size()) > max_string) {
