@@ -9,6 +9,8 @@ Cases (each starts its own server, with the flags it tests):
            under 64 MiB, a reading client gets the whole reply; APPEND and SETRANGE on a value a slow
            client is still being sent leave its reply as it was; --max-output-buffer closes a client whose
            copied reply passes it
+  pool     more clients than the receive pool has buffers leave a large reply unread and keep sending:
+           a polite client's every round trip is answered within 2 s
   stall    --output-timeout: a client that leaves a reply unread is closed; one reading steadily is not
   idle     --idle-timeout: an idle client, or one dribbling a command, is closed; an active one is not;
            without the flag none is
@@ -297,6 +299,39 @@ def case_stall(srv):
     check("unread past --output-timeout" in srv.stderr(), "the stalled client was not reported")
 
 
+def case_pool(srv, hogs=320):
+    """More clients than the receive pool has buffers (256 per thread) each leave a large reply unread and
+    keep sending: each holds what it sent last, which may be a pool buffer. A polite client is still
+    answered at once, every time, and every hog is served once it reads."""
+    check(roundtrip(srv, "SET", "big", b"v" * (64 * 1024)) == b"+OK\r\n", "SET big")
+    burst = command("GET", "big") * 64 + b"PING\r\n" * 8192  # 4 MiB of replies, then more input
+    socks = []
+    try:
+        for _ in range(hogs):
+            h = srv.connect()
+            h.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            h.setblocking(False)
+            try:
+                h.send(burst)
+            except BlockingIOError:
+                pass
+            socks.append(h)
+        with srv.connect() as polite:
+            for i in range(20):
+                start = time.monotonic()
+                polite.sendall(command("SET", "k%d" % i, "v") + command("GET", "k%d" % i))
+                got = read_exactly(polite, len(b"+OK\r\n$1\r\nv\r\n"), deadline_s=10)
+                took = time.monotonic() - start
+                check(got == b"+OK\r\n$1\r\nv\r\n", "the polite client's round trip %d gave %r" % (i, got))
+                check(took < 2, "the polite client waited %.1f s for round trip %d among %d hogs" % (took, i, hogs))
+                if got != b"+OK\r\n$1\r\nv\r\n":
+                    break
+        check(srv.status("VmHWM") < RSS_BOUND_KB, "peak RSS %d KiB" % srv.status("VmHWM"))
+    finally:
+        for h in socks:
+            h.close()
+
+
 def case_idle(srv_idle, srv_default):
     with srv_idle.connect() as quiet, srv_idle.connect() as dribble, srv_idle.connect() as busy:
         busy.settimeout(10)
@@ -485,6 +520,8 @@ def main():
             srv = start("--max-output-buffer", "4096")
             case_mget_cap(srv)
             check("passed --max-output-buffer" in srv.stderr(), "the closed client was not reported")
+        elif CASE == "pool":
+            case_pool(start())
         elif CASE == "stall":
             case_stall(start("--output-timeout", "1"))
         elif CASE == "idle":

@@ -2,9 +2,6 @@
 // the limits each connection keeps (documented in --help and README.md).
 #include "connection.hpp"
 
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
-
 #include <array>
 #include <atomic>
 #include <limits>
@@ -56,17 +53,11 @@ task<void> pause_receiving(connection& conn) {
   throw std::system_error(ENOBUFS, std::system_category(), "recv: too far ahead of its answers");
 }
 
-// Bytes sent on `fd` and not yet acknowledged by the peer (SIOCOUTQ): they pile up when it stops reading.
-std::size_t unacknowledged(int fd) noexcept {
-  int n = 0;
-  return ::ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
-}
-
 // Whether the peer may be behind: more than out_limit bytes sent and not acknowledged. Asks the kernel only
 // when the bound kept since it last asked allows it.
 bool peer_behind(connection& conn) noexcept {
   if (conn.unacknowledged_at_most <= out_limit) return false;
-  conn.unacknowledged_at_most = unacknowledged(conn.l.socket().fd());
+  conn.unacknowledged_at_most = conn.l.socket().unacknowledged();
   return conn.unacknowledged_at_most > out_limit;
 }
 

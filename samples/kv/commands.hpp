@@ -62,6 +62,7 @@ struct session {
   client_info info;              // what CLIENT LIST tells of the connection
   std::int64_t exec_count = -1;  // while EXEC runs its queue: the queue's length (CLIENT LIST's multi=)
   uring::resp::command_parser* input = nullptr;  // while a burst is served: its parser (adopt_value)
+  std::size_t unacknowledged = 0;                // reply::before_waiting's bound, kept between bursts
 
   session();
 };

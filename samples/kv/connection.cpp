@@ -97,6 +97,32 @@ uring::net::basic_recv_awaitable<false> next_chunk(tcp_stream& s, uring::net::bu
 // The parser's refusal of a command longer than limits::max_command.
 constexpr std::string_view too_large = "command too large";
 
+// What pause_receiving works on: the connection's stream, its executor's pool, the burst's parser.
+struct receive_side {
+  tcp_stream& s;
+  uring::net::buffer_pool& pool;
+  resp::command_parser& parser;
+  std::size_t limit;  // --client-query-buffer-limit
+};
+
+// Before a write that may wait on the client (reply::before_waiting): the receive armed ahead over the
+// pool's ring is ended by a receive with no time to wait, and the chunks there already go to the parser,
+// so a client that stops reading holds no pool buffer while its reply waits; what it sends meanwhile
+// stays in the socket. Past the query buffer limit the connection closes, as when a command passes it.
+uring::task<void> pause_receiving(void* side) {
+  auto& r = *static_cast<receive_side*>(side);
+  for (;;) {
+    uring::net::recv_result got =
+        co_await uring::with_timeout(r.s.recv(r.pool).nothrow(), std::chrono::milliseconds(0));
+    if (got.res <= 0) co_return;  // ended (an end of stream or error is seen again by the next receive)
+    r.parser.feed(got.buffer.view());
+    if (r.parser.buffered() > r.limit) {
+      note(event::overflow, "a client sent past --client-query-buffer-limit ahead of its replies; closed");
+      throw std::system_error(ENOBUFS, std::system_category(), "recv");
+    }
+  }
+}
+
 // Parses and answers one burst of input, from the chunk `first` until no byte of a command waits and every
 // reply is written. Returns false when the connection is to close. The parser, the reply and the inline
 // words live only that long, in a frame of their own (not inlined, so not elided into the connection's):
@@ -119,6 +145,8 @@ constexpr std::string_view too_large = "command too large";
   first.reset();  // back to the pool at once: the parser keeps its own copy
   reply out(s, limits->output);
   out.set_resp3(ses.proto == 3);
+  receive_side side{s, *srv->pools[me], parser, lim.max_command};
+  if (side.pool.uses_ring()) out.before_waiting(pause_receiving, &side, ses.unacknowledged);
   std::vector<std::string> words;  // an inline command's arguments, unquoted
   std::vector<std::string_view> word_views;
   const milliseconds idle = limits->idle;

@@ -12,6 +12,9 @@ namespace {
 // The most bytes one write hands the stream: the stall timeout applies to each, so a client that reads
 // slowly but steadily is not cut off in the middle of a long value.
 constexpr std::size_t write_piece = 256 * 1024;
+// Bytes written and not acknowledged that a socket takes without waiting on its peer (its initial send
+// buffer, tcp_wmem's default).
+constexpr std::size_t surely_taken = 16 * 1024;
 }  // namespace
 
 void reply::bulk(value_ptr v) {
@@ -43,7 +46,19 @@ uring::task<void> reply::flush_if_full() {
   if (pending() >= limits_->soft && !held_) co_await flush();
 }
 
+// Whether writing `n` more bytes may wait on the client.
+bool reply::may_wait(std::size_t n) {
+  if (*unacknowledged_ + n <= surely_taken) return false;
+  *unacknowledged_ = stream_->unacknowledged();
+  return *unacknowledged_ + n > surely_taken;
+}
+
 uring::task<void> reply::flush() {
+  const std::size_t n = pending();
+  if (wait_hook_ != nullptr) {
+    if (may_wait(n)) co_await wait_hook_(wait_ctx_);
+    *unacknowledged_ += n;
+  }
   std::string_view text = text_;
   std::size_t from = 0;
   for (const ref& r : refs_) {

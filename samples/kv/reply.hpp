@@ -71,6 +71,17 @@ class reply {
   // std::system_error(ETIMEDOUT); a peer that went away throws as the write does.
   uring::task<void> flush();
 
+  // Before a write that may wait on the client, `fn(ctx)` runs: the connection ends the receive it keeps
+  // armed ahead, so a client that stops reading holds no buffer of the shared receive pool while its reply
+  // waits. `unacknowledged` is the connection's bound on bytes written and not yet acknowledged, kept
+  // between bursts: the kernel is asked (tcp_stream::unacknowledged) only when it passes what the socket
+  // surely takes.
+  void before_waiting(uring::task<void> (*fn)(void* ctx), void* ctx, std::size_t& unacknowledged) noexcept {
+    wait_hook_ = fn;
+    wait_ctx_ = ctx;
+    unacknowledged_ = &unacknowledged;
+  }
+
  private:
   struct ref {
     std::size_t at;  // the value goes before text_[at]
@@ -78,6 +89,7 @@ class reply {
   };
 
   uring::task<void> write(std::string_view bytes);
+  bool may_wait(std::size_t n);
 
   const uring::net::tcp_stream* stream_;
   const output_limits* limits_;
@@ -86,6 +98,9 @@ class reply {
   std::size_t referenced_ = 0;
   bool held_ = false;
   bool resp3_ = false;
+  uring::task<void> (*wait_hook_)(void*) = nullptr;
+  void* wait_ctx_ = nullptr;
+  std::size_t* unacknowledged_ = nullptr;
 };
 
 }  // namespace kv

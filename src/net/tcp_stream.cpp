@@ -1,11 +1,13 @@
 // tcp_stream.cpp — the composite stream operations: connect_to, read_exactly, write_all (zero-copy for large
-// buffers), send_file.
+// buffers), send_file; and what the socket says of the peer (unacknowledged).
 #include "uring/net/tcp_stream.hpp"
 #include "executor/executor_state.hpp"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -112,5 +114,10 @@ task<std::size_t> tcp_stream::send_file(int file_fd, std::uint64_t offset, std::
 }
 
 void tcp_stream::set_nodelay(bool on) { set_option(IPPROTO_TCP, TCP_NODELAY, on ? 1 : 0); }
+
+std::size_t tcp_stream::unacknowledged() const noexcept {
+  int n = 0;
+  return ::ioctl(fd(), SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<std::size_t>(n) : 0;
+}
 
 }  // namespace uring::net

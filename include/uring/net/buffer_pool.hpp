@@ -42,7 +42,10 @@
 /// buffers the stream pins). At the limit it receives nothing more (its data waits in the socket, and TCP
 /// slows its peer) until one of them comes back, so a peer that sends without reading what it is sent cannot
 /// drain the pool for every other connection. When the pool is dry, each returned buffer is offered first
-/// to the streams that hold none, then to the others, oldest wait first.
+/// to the streams that hold none, then to the others, oldest wait first. More such peers than buffers can
+/// still hold them all while the server waits to write to them: a server ends a stream's receive armed
+/// ahead (a receive with no time to wait, with_timeout 0) before a write that may wait on its peer
+/// (tcp_stream::unacknowledged tells), as uring-http and uring-kv do.
 ///
 /// Lifetime: a lease keeps the pool's memory alive, so leases may outlive the pool and the stream they came
 /// from (they stay valid, and are freed when the last one goes). The pool object itself must be destroyed

@@ -132,6 +132,10 @@ class tcp_stream : public socket {
   /// TCP_NODELAY (TCP only).
   void set_nodelay(bool on);
 
+  /// Bytes written and not yet acknowledged by the peer (SIOCOUTQ), 0 when the kernel cannot say: they
+  /// pile up when the peer stops reading, so a server can tell that a write may wait on it (one syscall).
+  [[nodiscard]] std::size_t unacknowledged() const noexcept;
+
  private:
   leased_receiver receiver_;  ///< recv(pool)'s state, made by its first call
 };
