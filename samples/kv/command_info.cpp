@@ -20,6 +20,29 @@ const command_entry* find_entry(std::string_view name) {
   return nullptr;
 }
 
+// A container's subcommands: the entries that follow it (gen_command_table.py writes them there).
+std::span<const command_entry> subcommands_of(const command_entry& e) {
+  if (e.sub) return {};
+  const command_entry* end = &e + 1;
+  while (end != command_table.data() + command_table.size() && end->sub) ++end;
+  return {&e + 1, end};
+}
+
+// A container's entry leaves out its subcommands' entries, which end its INFO (the array of their INFO
+// entries) and its DOCS (the map of their DOCS): they are appended from their own rows.
+void append_info(std::string& out, const command_entry& e, bool resp3) {
+  append_resp3(out, e.info, resp3);
+  for (const command_entry& s : subcommands_of(e)) append_resp3(out, s.info, resp3);
+}
+
+void append_docs(std::string& out, const command_entry& e, bool resp3) {
+  append_resp3(out, e.docs, resp3);
+  for (const command_entry& s : subcommands_of(e)) {
+    resp::append_bulk_string(out, s.name);
+    append_resp3(out, s.docs, resp3);
+  }
+}
+
 std::size_t top_level_count() noexcept {
   std::size_t n = 0;
   for (const command_entry& e : command_table) n += e.sub ? 0 : 1;
@@ -29,7 +52,7 @@ std::size_t top_level_count() noexcept {
 void all_info(context& c) {
   resp::append_array_header(text(c), top_level_count());
   for (const command_entry& e : command_table) {
-    if (!e.sub) append_resp3(text(c), e.info, c.out.resp3());
+    if (!e.sub) append_info(text(c), e, c.out.resp3());
   }
 }
 
@@ -41,7 +64,7 @@ void command_info(context& c) {
     if (e == nullptr) {
       c.out.null();
     } else {
-      append_resp3(text(c), e->info, c.out.resp3());
+      append_info(text(c), *e, c.out.resp3());
     }
   }
 }
@@ -57,7 +80,7 @@ void command_docs(context& c) {
   c.out.map_header(found.size());
   for (const command_entry* e : found) {
     resp::append_bulk_string(text(c), e->name);
-    append_resp3(text(c), e->docs, c.out.resp3());
+    append_docs(text(c), *e, c.out.resp3());
   }
 }
 

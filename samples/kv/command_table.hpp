@@ -29,8 +29,9 @@ struct command_entry {
   bool no_mandatory_keys;
   int specs_count;
   key_spec specs[2];
-  std::string_view info;  // COMMAND INFO's entry, RESP3
-  std::string_view docs;  // COMMAND DOCS's entry (the value after the name), RESP3
+  std::string_view info;  // COMMAND INFO's entry, RESP3 (a container's without its subcommands': see
+                          // command_info.cpp)
+  std::string_view docs;  // COMMAND DOCS's entry (the value after the name), RESP3 (the same)
 };
 
 extern const std::span<const command_entry> command_table;

@@ -4,7 +4,8 @@
 Run at development time, when uring-kv gains a command or the Redis it answers as changes: starts
 redis-server on a free loopback port (no persistence, its own temp dir), asks COMMAND INFO and COMMAND DOCS
 (RESP3) for every command commands.cpp lists, and writes each entry serialised as redis-server sent it,
-with what COMMAND LIST and GETKEYS need (full names, ACL categories, arity, key specs). The build does not
+with what COMMAND LIST and GETKEYS need (full names, ACL categories, arity, key specs); a container's
+entry leaves out its subcommands' entries, which follow it. The build does not
 need redis-server. The RESP2 form is derived at run time (maps and sets become arrays): this script checks,
 entry by entry, that the derived form equals what redis-server sends in RESP2.
 """
@@ -171,8 +172,36 @@ def key_specs(info):
     return specs
 
 
-def entry(conn2, conn3, name, sub):
-    """The C++ row of `name` (a command, or container|sub)."""
+def bulk(b):
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def strip_tail(raw, pieces):
+    """`raw` without its end, which must be `pieces` in any order (Redis lists subcommands in its hash
+    table's order, which changes between calls); None if it is not."""
+    tail = raw[len(raw) - sum(len(p) for p in pieces):]
+    for p in sorted(pieces, key=len, reverse=True):
+        at = tail.find(p)
+        if at < 0:
+            return None
+        tail = tail[:at] + tail[at + len(p):]
+    return raw[:len(raw) - sum(len(p) for p in pieces)] if not tail else None
+
+
+def without_subcommands(name, info_raw, docs_raw, subs):
+    """A container's INFO and DOCS without its subcommands' entries, which end both (INFO's last element is
+    the array of their INFO entries, DOCS's last field the map of their DOCS): command_info.cpp appends the
+    subcommands' own rows there, in the table's order. `subs` is [(name, info_raw, docs_raw)]."""
+    info = strip_tail(info_raw, [i for _, i, _ in subs])
+    docs = strip_tail(docs_raw, [bulk(n.encode()) + d for n, _, d in subs])
+    if info is None or docs is None:
+        sys.exit("%s: its subcommands' entries do not end its INFO and DOCS" % name)
+    return info, docs
+
+
+def entry(conn2, conn3, name, sub, subs=()):
+    """The C++ row of `name` (a command, or container|sub) and its raw INFO and DOCS; a container's row
+    leaves out its subcommands' entries `subs` (see without_subcommands)."""
     raw3, reply = conn3.reply(["COMMAND", "INFO", name])
     raw2, _ = conn2.reply(["COMMAND", "INFO", name])
     info = reply[0]
@@ -186,11 +215,14 @@ def entry(conn2, conn3, name, sub):
     docs_raw = conn3.elements(docs3)[1]
     if to_resp2(docs3) != docs2:
         sys.exit("%s: COMMAND DOCS's RESP2 is not its RESP3 with maps and sets as arrays" % name)
+    raw_info, raw_docs = info_raw, docs_raw
+    if subs:
+        info_raw, docs_raw = without_subcommands(name, info_raw, docs_raw, subs)
     acl = " ".join(c[1] for c in items(info[6]))
     flags = {f[1] for f in items(info[2])}
     specs = key_specs(info)
     spec_rows = ", ".join("{%d, %d, %d, %d, %s}" % (s[0], s[1], s[2], s[3], cstring(s[4])) for s in specs)
-    return info, ("    {%s, %d, %s, %s, %s, %d, {%s},\n        %s,\n        %s}" % (
+    return info, raw_info, raw_docs, ("    {%s, %d, %s, %s, %s, %d, {%s},\n        %s,\n        %s}" % (
         cstring(name.encode()), info[1], cstring(acl.encode()), "true" if sub else "false",
         "true" if "no_mandatory_keys" in flags else "false", len(specs), spec_rows,
         cstring(info_raw), cstring(docs_raw)))
@@ -217,12 +249,16 @@ def main():
         version = re.search(r"redis_version:(\S+)", version).group(1)
         rows, max_specs = [], 0
         for name in implemented():
-            info, row = entry(conn2, conn3, name, False)
-            rows.append(row)
-            max_specs = max(max_specs, len(items(info[8])))
+            info, _, _, _ = entry(conn2, conn3, name, False)
+            subs, sub_rows = [], []
             for sub in items(info[9]):
-                _, row = entry(conn2, conn3, sub[0].decode(), True)
-                rows.append(row)
+                sub_name = sub[0].decode()
+                _, sub_info, sub_docs, row = entry(conn2, conn3, sub_name, True)
+                subs.append((sub_name, sub_info, sub_docs))
+                sub_rows.append(row)
+            _, _, _, row = entry(conn2, conn3, name, False, subs)
+            rows += [row] + sub_rows
+            max_specs = max(max_specs, len(items(info[8])))
         help_raw = conn3.reply(["COMMAND", "HELP"])[0]
     finally:
         proc.kill()
