@@ -97,16 +97,20 @@ uring::net::basic_recv_awaitable<false> next_chunk(tcp_stream& s, uring::net::bu
 // The parser's refusal of a command longer than limits::max_command.
 constexpr std::string_view too_large = "command too large";
 
-// What pause_receiving works on: the connection's stream, its executor's pool, the burst's parser.
+// What pause_receiving works on: the connection's stream, its executor's pool, the burst's parser, and
+// the bytes it took in.
 struct receive_side {
   tcp_stream& s;
   uring::net::buffer_pool& pool;
-  resp::command_parser& parser;
+  const resp::command_parser& parser;
   std::size_t limit;  // --client-query-buffer-limit
+  // Taken in while pausing: parsed before anything more is read. Not fed to the parser at once, since a
+  // command that writes as it goes may still read its arguments, which a feed would move.
+  std::string stash;
 };
 
 // Before a write that may wait on the client (reply::before_waiting): the receive armed ahead over the
-// pool's ring is ended by a receive with no time to wait, and the chunks there already go to the parser,
+// pool's ring is ended by a receive with no time to wait, and the chunks there already go to the stash,
 // so a client that stops reading holds no pool buffer while its reply waits; what it sends meanwhile
 // stays in the socket. Past the query buffer limit the connection closes, as when a command passes it.
 uring::task<void> pause_receiving(void* side) {
@@ -115,8 +119,8 @@ uring::task<void> pause_receiving(void* side) {
     uring::net::recv_result got =
         co_await uring::with_timeout(r.s.recv(r.pool).nothrow(), std::chrono::milliseconds(0));
     if (got.res <= 0) co_return;  // ended (an end of stream or error is seen again by the next receive)
-    r.parser.feed(got.buffer.view());
-    if (r.parser.buffered() > r.limit) {
+    r.stash.append(got.buffer.view());
+    if (r.stash.size() + r.parser.buffered() > r.limit) {
       note(event::overflow, "a client sent past --client-query-buffer-limit ahead of its replies; closed");
       throw std::system_error(ENOBUFS, std::system_category(), "recv");
     }
@@ -145,7 +149,7 @@ uring::task<void> pause_receiving(void* side) {
   first.reset();  // back to the pool at once: the parser keeps its own copy
   reply out(s, limits->output);
   out.set_resp3(ses.proto == 3);
-  receive_side side{s, *srv->pools[me], parser, lim.max_command};
+  receive_side side{s, *srv->pools[me], parser, lim.max_command, {}};
   if (side.pool.uses_ring()) out.before_waiting(pause_receiving, &side, ses.unacknowledged);
   std::vector<std::string> words;  // an inline command's arguments, unquoted
   std::vector<std::string_view> word_views;
@@ -154,7 +158,12 @@ uring::task<void> pause_receiving(void* side) {
   for (;;) {
     for (;;) {
       auto st = parser.next();
-      if (st == resp::parse_status::need_more) break;
+      if (st == resp::parse_status::need_more) {
+        if (side.stash.empty()) break;
+        parser.feed(side.stash);  // what a pause took in, before anything more is read
+        side.stash.clear();
+        continue;
+      }
       if (st == resp::parse_status::error) {
         if (parser.error().find(too_large) != std::string_view::npos) {
           // As Redis past its query buffer limit: closed without a reply.
@@ -194,6 +203,7 @@ uring::task<void> pause_receiving(void* side) {
     if (!out.empty()) co_await out.flush();
     // The client has taken every reply before more of its input is read.
     if (!open) co_return false;
+    if (!side.stash.empty()) continue;  // the last flush paused receiving and took bytes in
     if (parser.buffered() == 0) co_return true;
     uring::net::recv_result got = co_await next_chunk(s, *srv->pools[me], idle, deadline);
     parser.feed(got.buffer.view());
