@@ -76,15 +76,16 @@ void append_line_text(std::string& out, std::string_view s) {
 
 void command_parser::feed(std::string_view bytes) {
   // While a large bulk string waits for its bytes, the buffer ends where they start.
-  if (big_left_ > 0 && !closed() && unread().size() == pos_) {
-    std::size_t n = std::min(big_left_, bytes.size());
-    owned_.back().append(bytes.substr(0, n));
-    owned_bytes_ += n;
-    moved_ += n;
-    big_left_ -= n;
-    bytes.remove_prefix(n);
-  }
+  if (big_left_ > 0 && !closed() && unread().size() == pos_) bytes.remove_prefix(fill_big(bytes));
   input_buffer::feed(bytes);
+}
+
+std::size_t command_parser::fill_big(std::string_view bytes) {
+  std::size_t n = std::min(big_left_, bytes.size());
+  owned_.back().append(bytes.substr(0, n));
+  owned_bytes_ += n;
+  big_left_ -= n;
+  return n;
 }
 
 std::optional<std::string> command_parser::take(std::string_view arg) noexcept {
@@ -104,7 +105,7 @@ parse_status command_parser::fail(std::string_view why) {
   owned_.clear();
   handed_.clear();
   handed_bytes_.clear();
-  owned_bytes_ = moved_ = big_left_ = 0;
+  owned_bytes_ = big_left_ = 0;
   big_pending_ = false;
   close();  // nothing more will be parsed: the connection is closing
   return parse_status::error;
@@ -150,12 +151,7 @@ parse_status command_parser::parse_multibulk() {
   while (spans_.size() < static_cast<std::size_t>(expected_)) {
     if (big_pending_) {
       // A large bulk string's bytes that reached the buffer (prepare and commit), then its CRLF.
-      std::size_t n = std::min(big_left_, in.size() - pos_);
-      owned_.back().append(in.substr(pos_, n));
-      erase(pos_, n);
-      owned_bytes_ += n;
-      moved_ += n;
-      big_left_ -= n;
+      erase(pos_, fill_big(in.substr(pos_)));
       in = unread();
       if (big_left_ > 0) return parse_status::need_more;
       std::string_view after = in.substr(pos_, crlf.size());
@@ -188,7 +184,7 @@ parse_status command_parser::parse_multibulk() {
     }
     auto size = static_cast<std::size_t>(*length);
     std::size_t end = data + size + crlf.size();
-    if (moved_ + end > limits_.max_command) return fail("command too large");
+    if (owned_bytes_ + end > limits_.max_command) return fail("command too large");
     if (size >= limits_.own_bulk) {
       // Its own string, at its full length at once: the bytes here move into it, later ones go there.
       // Never a short string's inline storage, whose bytes would move with it (take() relies on that).
@@ -243,7 +239,7 @@ parse_status command_parser::complete(std::size_t length) {
   handed_ = std::move(owned_);
   owned_.clear();
   handed_bytes_.assign(handed_.begin(), handed_.end());
-  owned_bytes_ = moved_ = 0;
+  owned_bytes_ = 0;
   expected_ = -1;
   pos_ = 0;
   inline_scan_ = 0;

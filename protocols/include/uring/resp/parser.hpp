@@ -112,6 +112,8 @@ class command_parser : private detail::input_buffer {
   parse_status parse_multibulk();
   parse_status parse_inline();
   parse_status complete(std::size_t length);
+  /// Appends what `bytes` holds of the large bulk string in progress to it; returns how many bytes it took.
+  std::size_t fill_big(std::string_view bytes);
 
   limits limits_;
   std::vector<std::string_view> args_;
@@ -126,10 +128,10 @@ class command_parser : private detail::input_buffer {
   /// with where their bytes are (take() matches on that, never on a string another thread may move).
   static constexpr std::size_t owned_mark = std::size_t{1} << 63;
   std::vector<std::string> owned_;
-  std::size_t owned_bytes_ = 0;  ///< bytes in owned_ for the command in progress
+  std::size_t owned_bytes_ = 0;  ///< bytes in owned_ for the command in progress (out of the buffer, so
+                                 ///< buffered() and max_command add them)
   std::size_t big_left_ = 0;     ///< bytes the last of owned_ still waits for
   bool big_pending_ = false;     ///< the last of owned_ is not in spans_ yet (its bytes or CRLF are due)
-  std::size_t moved_ = 0;        ///< command bytes moved out of the buffer into owned_ (for max_command)
   std::vector<std::string> handed_;
   std::vector<std::string_view> handed_bytes_;
 };
