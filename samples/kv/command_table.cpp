@@ -797,6 +797,55 @@ const command_entry command_entries[] = {
         "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
         "$10\r\ncomplexity\r\n$50\r\nO(N) where N is the total number of Redis commands\r\n"
         "$11\r\nsubcommands\r\n%7\r\n"},
+    {"command|count", 2, "@slow @connection", true, false, 0, {},
+        "*10\r\n$13\r\ncommand|count\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
+        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
+        "~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$34\r\nGet total number of Redis commands\r\n"
+        "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
+    {"command|docs", -2, "@slow @connection", true, false, 0, {},
+        "*10\r\n$12\r\ncommand|docs\r\n:-2\r\n~2\r\n+loading\r\n+stale\r\n"
+        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~1\r\n$29\r\n"
+        "nondeterministic_output_order\r\n~0\r\n~0\r\n",
+        "%5\r\n$7\r\nsummary\r\n$49\r\nGet array of specific Redis command documentation\r\n"
+        "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$49\r\nO(N) where N is the number of commands to look up\r\n"
+        "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$12\r\ncommand-name\r\n"
+        "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+        "+multiple\r\n"},
+    {"command|getkeys", -4, "@slow @connection", true, false, 0, {},
+        "*10\r\n$15\r\ncommand|getkeys\r\n:-4\r\n~2\r\n+loading\r\n+stale\r\n"
+        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
+        "~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$39\r\nExtract keys given a full Redis command\r\n"
+        "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of arguments to the command\r\n"},
+    {"command|getkeysandflags", -4, "@slow @connection", true, false, 0, {},
+        "*10\r\n$23\r\ncommand|getkeysandflags\r\n:-4\r\n~2\r\n+loading\r\n"
+        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
+        "~0\r\n~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$56\r\nExtract keys and access flags given a full Redis command\r\n"
+        "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of arguments to the command\r\n"},
+    {"command|help", 2, "@slow @connection", true, false, 0, {},
+        "*10\r\n$12\r\ncommand|help\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
+        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
+        "~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
+        "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
+    {"command|info", -2, "@slow @connection", true, false, 0, {},
+        "*10\r\n$12\r\ncommand|info\r\n:-2\r\n~2\r\n+loading\r\n+stale\r\n"
+        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~1\r\n$29\r\n"
+        "nondeterministic_output_order\r\n~0\r\n~0\r\n",
+        "%6\r\n$7\r\nsummary\r\n$78\r\nGet array of specific Redis command details, or all when no argument is given.\r\n"
+        "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$49\r\nO(N) where N is the number of commands to look up\r\n"
+        "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$66\r\nAllowed to be called with no argument to get info on all commands.\r\n"
+        "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$12\r\ncommand-name\r\n"
+        "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
+        "+multiple\r\n"},
     {"command|list", -2, "@slow @connection", true, false, 0, {},
         "*10\r\n$12\r\ncommand|list\r\n:-2\r\n~2\r\n+loading\r\n+stale\r\n"
         ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~1\r\n$29\r\n"
@@ -812,55 +861,6 @@ const command_entry command_entries[] = {
         "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\ntoken\r\n$6\r\nACLCAT\r\n"
         "%3\r\n$4\r\nname\r\n$7\r\npattern\r\n$4\r\ntype\r\n$7\r\npattern\r\n"
         "$5\r\ntoken\r\n$7\r\nPATTERN\r\n"},
-    {"command|docs", -2, "@slow @connection", true, false, 0, {},
-        "*10\r\n$12\r\ncommand|docs\r\n:-2\r\n~2\r\n+loading\r\n+stale\r\n"
-        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~1\r\n$29\r\n"
-        "nondeterministic_output_order\r\n~0\r\n~0\r\n",
-        "%5\r\n$7\r\nsummary\r\n$49\r\nGet array of specific Redis command documentation\r\n"
-        "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$49\r\nO(N) where N is the number of commands to look up\r\n"
-        "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$12\r\ncommand-name\r\n"
-        "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
-        "+multiple\r\n"},
-    {"command|count", 2, "@slow @connection", true, false, 0, {},
-        "*10\r\n$13\r\ncommand|count\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
-        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
-        "~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$34\r\nGet total number of Redis commands\r\n"
-        "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
-    {"command|getkeys", -4, "@slow @connection", true, false, 0, {},
-        "*10\r\n$15\r\ncommand|getkeys\r\n:-4\r\n~2\r\n+loading\r\n+stale\r\n"
-        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
-        "~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$39\r\nExtract keys given a full Redis command\r\n"
-        "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of arguments to the command\r\n"},
-    {"command|getkeysandflags", -4, "@slow @connection", true, false, 0, {},
-        "*10\r\n$23\r\ncommand|getkeysandflags\r\n:-4\r\n~2\r\n+loading\r\n"
-        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
-        "~0\r\n~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$56\r\nExtract keys and access flags given a full Redis command\r\n"
-        "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$54\r\nO(N) where N is the number of arguments to the command\r\n"},
-    {"command|info", -2, "@slow @connection", true, false, 0, {},
-        "*10\r\n$12\r\ncommand|info\r\n:-2\r\n~2\r\n+loading\r\n+stale\r\n"
-        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~1\r\n$29\r\n"
-        "nondeterministic_output_order\r\n~0\r\n~0\r\n",
-        "%6\r\n$7\r\nsummary\r\n$78\r\nGet array of specific Redis command details, or all when no argument is given.\r\n"
-        "$5\r\nsince\r\n$6\r\n2.8.13\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$49\r\nO(N) where N is the number of commands to look up\r\n"
-        "$7\r\nhistory\r\n~1\r\n*2\r\n$5\r\n7.0.0\r\n$66\r\nAllowed to be called with no argument to get info on all commands.\r\n"
-        "$9\r\narguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$12\r\ncommand-name\r\n"
-        "$4\r\ntype\r\n$6\r\nstring\r\n$5\r\nflags\r\n~2\r\n+optional\r\n"
-        "+multiple\r\n"},
-    {"command|help", 2, "@slow @connection", true, false, 0, {},
-        "*10\r\n$12\r\ncommand|help\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
-        ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
-        "~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
-        "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
     {"config", -2, "@slow", false, false, 0, {},
         "*10\r\n$6\r\nconfig\r\n:-2\r\n~0\r\n:0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n"
         "~0\r\n~0\r\n*5\r\n",
@@ -868,26 +868,6 @@ const command_entry command_entries[] = {
         "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
         "$10\r\ncomplexity\r\n$22\r\nDepends on subcommand.\r\n$11\r\n"
         "subcommands\r\n%5\r\n"},
-    {"config|rewrite", 2, "@admin @slow @dangerous", true, false, 0, {},
-        "*10\r\n$14\r\nconfig|rewrite\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
-        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
-        "+@dangerous\r\n~0\r\n~0\r\n~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$63\r\nRewrite the configuration file with the in memory configuration\r\n"
-        "$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
-    {"config|resetstat", 2, "@admin @slow @dangerous", true, false, 0, {},
-        "*10\r\n$16\r\nconfig|resetstat\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
-        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
-        "+@dangerous\r\n~0\r\n~0\r\n~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$32\r\nReset the stats returned by INFO\r\n"
-        "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
-    {"config|help", 2, "@slow", true, false, 0, {},
-        "*10\r\n$11\r\nconfig|help\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
-        ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
-        "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
     {"config|get", -3, "@admin @slow @dangerous", true, false, 0, {},
         "*10\r\n$10\r\nconfig|get\r\n:-3\r\n~4\r\n+admin\r\n+noscript\r\n"
         "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
@@ -900,6 +880,26 @@ const command_entry command_entries[] = {
         "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"
         "$9\r\narguments\r\n*1\r\n%2\r\n$4\r\nname\r\n$9\r\nparameter\r\n"
         "$4\r\ntype\r\n$6\r\nstring\r\n"},
+    {"config|help", 2, "@slow", true, false, 0, {},
+        "*10\r\n$11\r\nconfig|help\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
+        ":0\r\n:0\r\n:0\r\n~1\r\n+@slow\r\n~0\r\n~0\r\n~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
+        "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
+    {"config|resetstat", 2, "@admin @slow @dangerous", true, false, 0, {},
+        "*10\r\n$16\r\nconfig|resetstat\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
+        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+        "+@dangerous\r\n~0\r\n~0\r\n~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$32\r\nReset the stats returned by INFO\r\n"
+        "$5\r\nsince\r\n$5\r\n2.0.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
+    {"config|rewrite", 2, "@admin @slow @dangerous", true, false, 0, {},
+        "*10\r\n$14\r\nconfig|rewrite\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
+        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
+        "+@dangerous\r\n~0\r\n~0\r\n~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$63\r\nRewrite the configuration file with the in memory configuration\r\n"
+        "$5\r\nsince\r\n$5\r\n2.8.0\r\n$5\r\ngroup\r\n$6\r\nserver\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
     {"config|set", -4, "@admin @slow @dangerous", true, false, 0, {},
         "*10\r\n$10\r\nconfig|set\r\n:-4\r\n~4\r\n+admin\r\n+noscript\r\n"
         "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~3\r\n+@admin\r\n+@slow\r\n"
@@ -933,14 +933,6 @@ const command_entry command_entries[] = {
         "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nYES\r\n%3\r\n$4\r\n"
         "name\r\n$2\r\nno\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
         "token\r\n$2\r\nNO\r\n"},
-    {"client|setname", 3, "@slow @connection", true, false, 0, {},
-        "*10\r\n$14\r\nclient|setname\r\n:3\r\n~3\r\n+noscript\r\n+loading\r\n"
-        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
-        "~0\r\n~0\r\n",
-        "%5\r\n$7\r\nsummary\r\n$31\r\nSet the current connection name\r\n"
-        "$5\r\nsince\r\n$5\r\n2.6.9\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%2\r\n"
-        "$4\r\nname\r\n$15\r\nconnection-name\r\n$4\r\ntype\r\n$6\r\nstring\r\n"},
     {"client|getname", 2, "@slow @connection", true, false, 0, {},
         "*10\r\n$14\r\nclient|getname\r\n:2\r\n~3\r\n+noscript\r\n+loading\r\n"
         "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
@@ -955,52 +947,6 @@ const command_entry command_entries[] = {
         "%4\r\n$7\r\nsummary\r\n$55\r\nGet tracking notifications redirection client ID if any\r\n"
         "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
         "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
-    {"client|no-evict", 3, "@admin @slow @dangerous @connection", true, false, 0, {},
-        "*10\r\n$15\r\nclient|no-evict\r\n:3\r\n~4\r\n+admin\r\n+noscript\r\n"
-        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
-        "+@dangerous\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n",
-        "%5\r\n$7\r\nsummary\r\n$51\r\nSet client eviction mode for the current connection\r\n"
-        "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
-        "$4\r\nname\r\n$7\r\nenabled\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\n"
-        "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\ntype\r\n"
-        "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n$4\r\nname\r\n"
-        "$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
-        "$3\r\nOFF\r\n"},
-    {"client|unblock", -3, "@admin @slow @dangerous @connection", true, false, 0, {},
-        "*10\r\n$14\r\nclient|unblock\r\n:-3\r\n~4\r\n+admin\r\n+noscript\r\n"
-        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
-        "+@dangerous\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n",
-        "%5\r\n$7\r\nsummary\r\n$74\r\nUnblock a client blocked in a blocking command from a different connection\r\n"
-        "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$52\r\nO(log N) where N is the number of client connections\r\n"
-        "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$9\r\nclient-id\r\n"
-        "$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$13\r\ntimeout_error\r\n"
-        "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
-        "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$7\r\ntimeout\r\n"
-        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$7\r\nTIMEOUT\r\n"
-        "%3\r\n$4\r\nname\r\n$5\r\nerror\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
-        "$5\r\ntoken\r\n$5\r\nERROR\r\n"},
-    {"client|reply", 3, "@slow @connection", true, false, 0, {},
-        "*10\r\n$12\r\nclient|reply\r\n:3\r\n~3\r\n+noscript\r\n+loading\r\n"
-        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
-        "~0\r\n~0\r\n",
-        "%5\r\n$7\r\nsummary\r\n$48\r\nInstruct the server whether to reply to commands\r\n"
-        "$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
-        "$4\r\nname\r\n$11\r\non_off_skip\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
-        "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\n"
-        "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n"
-        "$4\r\nname\r\n$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
-        "$5\r\ntoken\r\n$3\r\nOFF\r\n%3\r\n$4\r\nname\r\n$4\r\nskip\r\n"
-        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\nSKIP\r\n"},
-    {"client|id", 2, "@slow @connection", true, false, 0, {},
-        "*10\r\n$9\r\nclient|id\r\n:2\r\n~3\r\n+noscript\r\n+loading\r\n"
-        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
-        "~0\r\n~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$48\r\nReturns the client ID for the current connection\r\n"
-        "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
     {"client|help", 2, "@slow @connection", true, false, 0, {},
         "*10\r\n$11\r\nclient|help\r\n:2\r\n~2\r\n+loading\r\n+stale\r\n"
         ":0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n~0\r\n"
@@ -1008,73 +954,20 @@ const command_entry command_entries[] = {
         "%4\r\n$7\r\nsummary\r\n$49\r\nShow helpful text about the different subcommands\r\n"
         "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
         "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
-    {"client|trackinginfo", 2, "@slow @connection", true, false, 0, {},
-        "*10\r\n$19\r\nclient|trackinginfo\r\n:2\r\n~3\r\n+noscript\r\n"
-        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
-        "~0\r\n~0\r\n~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$87\r\nReturn information about server assisted client side caching for the current connection\r\n"
-        "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
-    {"client|tracking", -3, "@slow @connection", true, false, 0, {},
-        "*10\r\n$15\r\nclient|tracking\r\n:-3\r\n~3\r\n+noscript\r\n+loading\r\n"
+    {"client|id", 2, "@slow @connection", true, false, 0, {},
+        "*10\r\n$9\r\nclient|id\r\n:2\r\n~3\r\n+noscript\r\n+loading\r\n"
         "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
         "~0\r\n~0\r\n",
-        "%5\r\n$7\r\nsummary\r\n$61\r\nEnable or disable server assisted client side caching support\r\n"
-        "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$55\r\nO(1). Some options may introduce additional complexity.\r\n"
-        "$9\r\narguments\r\n*7\r\n%3\r\n$4\r\nname\r\n$6\r\nstatus\r\n"
-        "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
-        "name\r\n$2\r\non\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
-        "token\r\n$2\r\nON\r\n%3\r\n$4\r\nname\r\n$3\r\noff\r\n$4\r\ntype\r\n"
-        "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nOFF\r\n%4\r\n$4\r\n"
-        "name\r\n$9\r\nclient-id\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
-        "token\r\n$8\r\nREDIRECT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
-        "%4\r\n$4\r\nname\r\n$6\r\nprefix\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
-        "$5\r\ntoken\r\n$6\r\nPREFIX\r\n$5\r\nflags\r\n~3\r\n+optional\r\n"
-        "+multiple\r\n+multiple_token\r\n%4\r\n$4\r\nname\r\n$5\r\nbcast\r\n"
-        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nBCAST\r\n"
-        "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$5\r\noptin\r\n"
-        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nOPTIN\r\n"
-        "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$6\r\noptout\r\n"
-        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nOPTOUT\r\n"
-        "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$6\r\nnoloop\r\n"
-        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nNOLOOP\r\n"
-        "$5\r\nflags\r\n~1\r\n+optional\r\n"},
-    {"client|list", -2, "@admin @slow @dangerous @connection", true, false, 0, {},
-        "*10\r\n$11\r\nclient|list\r\n:-2\r\n~4\r\n+admin\r\n+noscript\r\n"
-        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
-        "+@dangerous\r\n+@connection\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
-        "~0\r\n~0\r\n",
-        "%6\r\n$7\r\nsummary\r\n$34\r\nGet the list of client connections\r\n"
-        "$5\r\nsince\r\n$5\r\n2.4.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$48\r\nO(N) where N is the number of client connections\r\n"
-        "$7\r\nhistory\r\n~6\r\n*2\r\n$6\r\n2.8.12\r\n$31\r\nAdded unique client `id` field.\r\n"
-        "*2\r\n$5\r\n5.0.0\r\n$29\r\nAdded optional `TYPE` filter.\r\n"
-        "*2\r\n$5\r\n6.0.0\r\n$19\r\nAdded `user` field.\r\n*2\r\n$5\r\n"
-        "6.2.0\r\n$85\r\nAdded `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter.\r\n"
-        "*2\r\n$5\r\n7.0.0\r\n$50\r\nAdded `resp`, `multi-mem`, `rbs` and `rbp` fields.\r\n"
-        "*2\r\n$5\r\n7.0.3\r\n$19\r\nAdded `ssub` field.\r\n$9\r\narguments\r\n"
-        "*2\r\n%6\r\n$4\r\nname\r\n$28\r\nnormal_master_replica_pubsub\r\n"
-        "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\ntoken\r\n$4\r\nTYPE\r\n$5\r\n"
-        "since\r\n$5\r\n5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
-        "arguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$6\r\nnormal\r\n$4\r\n"
-        "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nNORMAL\r\n%3\r\n"
-        "$4\r\nname\r\n$6\r\nmaster\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
-        "$5\r\ntoken\r\n$6\r\nMASTER\r\n%3\r\n$4\r\nname\r\n$7\r\nreplica\r\n"
-        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$7\r\nREPLICA\r\n"
-        "%3\r\n$4\r\nname\r\n$6\r\npubsub\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
-        "$5\r\ntoken\r\n$6\r\nPUBSUB\r\n%6\r\n$4\r\nname\r\n$2\r\nid\r\n"
-        "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$2\r\nID\r\n$5\r\n"
-        "since\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
-        "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$9\r\nclient-id\r\n$4\r\n"
-        "type\r\n$7\r\ninteger\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"},
-    {"client|unpause", 2, "@admin @slow @dangerous @connection", true, false, 0, {},
-        "*10\r\n$14\r\nclient|unpause\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
-        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
-        "+@dangerous\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$45\r\nResume processing of clients that were paused\r\n"
+        "%4\r\n$7\r\nsummary\r\n$48\r\nReturns the client ID for the current connection\r\n"
+        "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
+    {"client|info", 2, "@slow @connection", true, false, 0, {},
+        "*10\r\n$11\r\nclient|info\r\n:2\r\n~3\r\n+noscript\r\n+loading\r\n"
+        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~1\r\n"
+        "$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$56\r\nReturns information about the current client connection.\r\n"
         "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
-        "$10\r\ncomplexity\r\n$44\r\nO(N) Where N is the number of paused clients\r\n"},
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
     {"client|kill", -3, "@admin @slow @dangerous @connection", true, false, 0, {},
         "*10\r\n$11\r\nclient|kill\r\n:-3\r\n~4\r\n+admin\r\n+noscript\r\n"
         "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
@@ -1115,6 +1008,46 @@ const command_entry command_entries[] = {
         "since\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n"
         "$4\r\nname\r\n$6\r\nyes/no\r\n$4\r\ntype\r\n$6\r\nstring\r\n$5\r\n"
         "token\r\n$6\r\nSKIPME\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"},
+    {"client|list", -2, "@admin @slow @dangerous @connection", true, false, 0, {},
+        "*10\r\n$11\r\nclient|list\r\n:-2\r\n~4\r\n+admin\r\n+noscript\r\n"
+        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
+        "+@dangerous\r\n+@connection\r\n~1\r\n$23\r\nnondeterministic_output\r\n"
+        "~0\r\n~0\r\n",
+        "%6\r\n$7\r\nsummary\r\n$34\r\nGet the list of client connections\r\n"
+        "$5\r\nsince\r\n$5\r\n2.4.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+        "$10\r\ncomplexity\r\n$48\r\nO(N) where N is the number of client connections\r\n"
+        "$7\r\nhistory\r\n~6\r\n*2\r\n$6\r\n2.8.12\r\n$31\r\nAdded unique client `id` field.\r\n"
+        "*2\r\n$5\r\n5.0.0\r\n$29\r\nAdded optional `TYPE` filter.\r\n"
+        "*2\r\n$5\r\n6.0.0\r\n$19\r\nAdded `user` field.\r\n*2\r\n$5\r\n"
+        "6.2.0\r\n$85\r\nAdded `argv-mem`, `tot-mem`, `laddr` and `redir` fields and the optional `ID` filter.\r\n"
+        "*2\r\n$5\r\n7.0.0\r\n$50\r\nAdded `resp`, `multi-mem`, `rbs` and `rbp` fields.\r\n"
+        "*2\r\n$5\r\n7.0.3\r\n$19\r\nAdded `ssub` field.\r\n$9\r\narguments\r\n"
+        "*2\r\n%6\r\n$4\r\nname\r\n$28\r\nnormal_master_replica_pubsub\r\n"
+        "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\ntoken\r\n$4\r\nTYPE\r\n$5\r\n"
+        "since\r\n$5\r\n5.0.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+        "arguments\r\n*4\r\n%3\r\n$4\r\nname\r\n$6\r\nnormal\r\n$4\r\n"
+        "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nNORMAL\r\n%3\r\n"
+        "$4\r\nname\r\n$6\r\nmaster\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+        "$5\r\ntoken\r\n$6\r\nMASTER\r\n%3\r\n$4\r\nname\r\n$7\r\nreplica\r\n"
+        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$7\r\nREPLICA\r\n"
+        "%3\r\n$4\r\nname\r\n$6\r\npubsub\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+        "$5\r\ntoken\r\n$6\r\nPUBSUB\r\n%6\r\n$4\r\nname\r\n$2\r\nid\r\n"
+        "$4\r\ntype\r\n$5\r\nblock\r\n$5\r\ntoken\r\n$2\r\nID\r\n$5\r\n"
+        "since\r\n$5\r\n6.2.0\r\n$5\r\nflags\r\n~1\r\n+optional\r\n$9\r\n"
+        "arguments\r\n*1\r\n%3\r\n$4\r\nname\r\n$9\r\nclient-id\r\n$4\r\n"
+        "type\r\n$7\r\ninteger\r\n$5\r\nflags\r\n~1\r\n+multiple\r\n"},
+    {"client|no-evict", 3, "@admin @slow @dangerous @connection", true, false, 0, {},
+        "*10\r\n$15\r\nclient|no-evict\r\n:3\r\n~4\r\n+admin\r\n+noscript\r\n"
+        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
+        "+@dangerous\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n",
+        "%5\r\n$7\r\nsummary\r\n$51\r\nSet client eviction mode for the current connection\r\n"
+        "$5\r\nsince\r\n$5\r\n7.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+        "$4\r\nname\r\n$7\r\nenabled\r\n$4\r\ntype\r\n$5\r\noneof\r\n$9\r\n"
+        "arguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\ntype\r\n"
+        "$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n$4\r\nname\r\n"
+        "$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n"
+        "$3\r\nOFF\r\n"},
     {"client|pause", -3, "@admin @slow @dangerous @connection", true, false, 0, {},
         "*10\r\n$12\r\nclient|pause\r\n:-3\r\n~4\r\n+admin\r\n+noscript\r\n"
         "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
@@ -1130,13 +1063,80 @@ const command_entry command_entries[] = {
         "name\r\n$5\r\nwrite\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
         "token\r\n$5\r\nWRITE\r\n%3\r\n$4\r\nname\r\n$3\r\nall\r\n$4\r\n"
         "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nALL\r\n"},
-    {"client|info", 2, "@slow @connection", true, false, 0, {},
-        "*10\r\n$11\r\nclient|info\r\n:2\r\n~3\r\n+noscript\r\n+loading\r\n"
-        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~1\r\n"
-        "$23\r\nnondeterministic_output\r\n~0\r\n~0\r\n",
-        "%4\r\n$7\r\nsummary\r\n$56\r\nReturns information about the current client connection.\r\n"
+    {"client|reply", 3, "@slow @connection", true, false, 0, {},
+        "*10\r\n$12\r\nclient|reply\r\n:3\r\n~3\r\n+noscript\r\n+loading\r\n"
+        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
+        "~0\r\n~0\r\n",
+        "%5\r\n$7\r\nsummary\r\n$48\r\nInstruct the server whether to reply to commands\r\n"
+        "$5\r\nsince\r\n$5\r\n3.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%3\r\n"
+        "$4\r\nname\r\n$11\r\non_off_skip\r\n$4\r\ntype\r\n$5\r\noneof\r\n"
+        "$9\r\narguments\r\n*3\r\n%3\r\n$4\r\nname\r\n$2\r\non\r\n$4\r\n"
+        "type\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$2\r\nON\r\n%3\r\n"
+        "$4\r\nname\r\n$3\r\noff\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+        "$5\r\ntoken\r\n$3\r\nOFF\r\n%3\r\n$4\r\nname\r\n$4\r\nskip\r\n"
+        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$4\r\nSKIP\r\n"},
+    {"client|setname", 3, "@slow @connection", true, false, 0, {},
+        "*10\r\n$14\r\nclient|setname\r\n:3\r\n~3\r\n+noscript\r\n+loading\r\n"
+        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
+        "~0\r\n~0\r\n",
+        "%5\r\n$7\r\nsummary\r\n$31\r\nSet the current connection name\r\n"
+        "$5\r\nsince\r\n$5\r\n2.6.9\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+        "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n%2\r\n"
+        "$4\r\nname\r\n$15\r\nconnection-name\r\n$4\r\ntype\r\n$6\r\nstring\r\n"},
+    {"client|tracking", -3, "@slow @connection", true, false, 0, {},
+        "*10\r\n$15\r\nclient|tracking\r\n:-3\r\n~3\r\n+noscript\r\n+loading\r\n"
+        "+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n~0\r\n"
+        "~0\r\n~0\r\n",
+        "%5\r\n$7\r\nsummary\r\n$61\r\nEnable or disable server assisted client side caching support\r\n"
+        "$5\r\nsince\r\n$5\r\n6.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+        "$10\r\ncomplexity\r\n$55\r\nO(1). Some options may introduce additional complexity.\r\n"
+        "$9\r\narguments\r\n*7\r\n%3\r\n$4\r\nname\r\n$6\r\nstatus\r\n"
+        "$4\r\ntype\r\n$5\r\noneof\r\n$9\r\narguments\r\n*2\r\n%3\r\n$4\r\n"
+        "name\r\n$2\r\non\r\n$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\n"
+        "token\r\n$2\r\nON\r\n%3\r\n$4\r\nname\r\n$3\r\noff\r\n$4\r\ntype\r\n"
+        "$10\r\npure-token\r\n$5\r\ntoken\r\n$3\r\nOFF\r\n%4\r\n$4\r\n"
+        "name\r\n$9\r\nclient-id\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\n"
+        "token\r\n$8\r\nREDIRECT\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+        "%4\r\n$4\r\nname\r\n$6\r\nprefix\r\n$4\r\ntype\r\n$6\r\nstring\r\n"
+        "$5\r\ntoken\r\n$6\r\nPREFIX\r\n$5\r\nflags\r\n~3\r\n+optional\r\n"
+        "+multiple\r\n+multiple_token\r\n%4\r\n$4\r\nname\r\n$5\r\nbcast\r\n"
+        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nBCAST\r\n"
+        "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$5\r\noptin\r\n"
+        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$5\r\nOPTIN\r\n"
+        "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$6\r\noptout\r\n"
+        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nOPTOUT\r\n"
+        "$5\r\nflags\r\n~1\r\n+optional\r\n%4\r\n$4\r\nname\r\n$6\r\nnoloop\r\n"
+        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$6\r\nNOLOOP\r\n"
+        "$5\r\nflags\r\n~1\r\n+optional\r\n"},
+    {"client|trackinginfo", 2, "@slow @connection", true, false, 0, {},
+        "*10\r\n$19\r\nclient|trackinginfo\r\n:2\r\n~3\r\n+noscript\r\n"
+        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~2\r\n+@slow\r\n+@connection\r\n"
+        "~0\r\n~0\r\n~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$87\r\nReturn information about server assisted client side caching for the current connection\r\n"
         "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
         "$10\r\ncomplexity\r\n$4\r\nO(1)\r\n"},
+    {"client|unblock", -3, "@admin @slow @dangerous @connection", true, false, 0, {},
+        "*10\r\n$14\r\nclient|unblock\r\n:-3\r\n~4\r\n+admin\r\n+noscript\r\n"
+        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
+        "+@dangerous\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n",
+        "%5\r\n$7\r\nsummary\r\n$74\r\nUnblock a client blocked in a blocking command from a different connection\r\n"
+        "$5\r\nsince\r\n$5\r\n5.0.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+        "$10\r\ncomplexity\r\n$52\r\nO(log N) where N is the number of client connections\r\n"
+        "$9\r\narguments\r\n*2\r\n%2\r\n$4\r\nname\r\n$9\r\nclient-id\r\n"
+        "$4\r\ntype\r\n$7\r\ninteger\r\n%4\r\n$4\r\nname\r\n$13\r\ntimeout_error\r\n"
+        "$4\r\ntype\r\n$5\r\noneof\r\n$5\r\nflags\r\n~1\r\n+optional\r\n"
+        "$9\r\narguments\r\n*2\r\n%3\r\n$4\r\nname\r\n$7\r\ntimeout\r\n"
+        "$4\r\ntype\r\n$10\r\npure-token\r\n$5\r\ntoken\r\n$7\r\nTIMEOUT\r\n"
+        "%3\r\n$4\r\nname\r\n$5\r\nerror\r\n$4\r\ntype\r\n$10\r\npure-token\r\n"
+        "$5\r\ntoken\r\n$5\r\nERROR\r\n"},
+    {"client|unpause", 2, "@admin @slow @dangerous @connection", true, false, 0, {},
+        "*10\r\n$14\r\nclient|unpause\r\n:2\r\n~4\r\n+admin\r\n+noscript\r\n"
+        "+loading\r\n+stale\r\n:0\r\n:0\r\n:0\r\n~4\r\n+@admin\r\n+@slow\r\n"
+        "+@dangerous\r\n+@connection\r\n~0\r\n~0\r\n~0\r\n",
+        "%4\r\n$7\r\nsummary\r\n$45\r\nResume processing of clients that were paused\r\n"
+        "$5\r\nsince\r\n$5\r\n6.2.0\r\n$5\r\ngroup\r\n$10\r\nconnection\r\n"
+        "$10\r\ncomplexity\r\n$44\r\nO(N) Where N is the number of paused clients\r\n"},
     {"time", 1, "@fast", false, false, 0, {},
         "*10\r\n$4\r\ntime\r\n:1\r\n~3\r\n+loading\r\n+stale\r\n+fast\r\n"
         ":0\r\n:0\r\n:0\r\n~1\r\n+@fast\r\n~1\r\n$23\r\nnondeterministic_output\r\n"

@@ -199,9 +199,9 @@ def without_subcommands(name, info_raw, docs_raw, subs):
     return info, docs
 
 
-def entry(conn2, conn3, name, sub, subs=()):
-    """The C++ row of `name` (a command, or container|sub) and its raw INFO and DOCS; a container's row
-    leaves out its subcommands' entries `subs` (see without_subcommands)."""
+def fetch(conn2, conn3, name):
+    """(parsed INFO entry, raw RESP3 INFO entry, raw RESP3 DOCS value) of `name`, each checked against
+    redis-server's RESP2."""
     raw3, reply = conn3.reply(["COMMAND", "INFO", name])
     raw2, _ = conn2.reply(["COMMAND", "INFO", name])
     info = reply[0]
@@ -212,20 +212,21 @@ def entry(conn2, conn3, name, sub, subs=()):
         sys.exit("%s: COMMAND INFO's RESP2 is not its RESP3 with maps and sets as arrays" % name)
     docs3, _ = conn3.reply(["COMMAND", "DOCS", name])
     docs2, _ = conn2.reply(["COMMAND", "DOCS", name])
-    docs_raw = conn3.elements(docs3)[1]
     if to_resp2(docs3) != docs2:
         sys.exit("%s: COMMAND DOCS's RESP2 is not its RESP3 with maps and sets as arrays" % name)
-    raw_info, raw_docs = info_raw, docs_raw
-    if subs:
-        info_raw, docs_raw = without_subcommands(name, info_raw, docs_raw, subs)
+    return info, info_raw, conn3.elements(docs3)[1]
+
+
+def row(name, sub, info, info_raw, docs_raw):
+    """The C++ row of `name` (a command, or container|sub) with these INFO and DOCS bytes."""
     acl = " ".join(c[1] for c in items(info[6]))
     flags = {f[1] for f in items(info[2])}
     specs = key_specs(info)
     spec_rows = ", ".join("{%d, %d, %d, %d, %s}" % (s[0], s[1], s[2], s[3], cstring(s[4])) for s in specs)
-    return info, raw_info, raw_docs, ("    {%s, %d, %s, %s, %s, %d, {%s},\n        %s,\n        %s}" % (
+    return "    {%s, %d, %s, %s, %s, %d, {%s},\n        %s,\n        %s}" % (
         cstring(name.encode()), info[1], cstring(acl.encode()), "true" if sub else "false",
         "true" if "no_mandatory_keys" in flags else "false", len(specs), spec_rows,
-        cstring(info_raw), cstring(docs_raw)))
+        cstring(info_raw), cstring(docs_raw))
 
 
 def main():
@@ -249,15 +250,15 @@ def main():
         version = re.search(r"redis_version:(\S+)", version).group(1)
         rows, max_specs = [], 0
         for name in implemented():
-            info, _, _, _ = entry(conn2, conn3, name, False)
-            subs, sub_rows = [], []
-            for sub in items(info[9]):
-                sub_name = sub[0].decode()
-                _, sub_info, sub_docs, row = entry(conn2, conn3, sub_name, True)
-                subs.append((sub_name, sub_info, sub_docs))
-                sub_rows.append(row)
-            _, _, _, row = entry(conn2, conn3, name, False, subs)
-            rows += [row] + sub_rows
+            info, info_raw, docs_raw = fetch(conn2, conn3, name)
+            # By name: Redis lists them in its hash table's order, which changes between calls.
+            names = sorted(sub[0].decode() for sub in items(info[9]))
+            subs = [(n,) + fetch(conn2, conn3, n) for n in names]
+            if subs:
+                info_raw, docs_raw = without_subcommands(name, info_raw, docs_raw,
+                                                         [(n, i, d) for n, _, i, d in subs])
+            rows.append(row(name, False, info, info_raw, docs_raw))
+            rows += [row(n, True, i, ir, dr) for n, i, ir, dr in subs]
             max_specs = max(max_specs, len(items(info[8])))
         help_raw = conn3.reply(["COMMAND", "HELP"])[0]
     finally:
