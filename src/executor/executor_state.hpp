@@ -34,6 +34,7 @@
 
 #include "backend/backend.hpp"
 #include "messaging/message_hub.hpp"
+#include "sanitizers.hpp"
 #include "uring/detail/remote.hpp"
 #include "uring/executor.hpp"
 #include "uring/executor_histograms.hpp"
@@ -334,11 +335,6 @@ struct executor_core {
 };
 
 // A hand-off through the kernel is invisible to ThreadSanitizer: tell it what the CQE orders.
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define URING_TSAN 1
-#endif
-#endif
 #ifdef URING_TSAN
 extern "C" void __tsan_acquire(void* addr);
 extern "C" void __tsan_release(void* addr);

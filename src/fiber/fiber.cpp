@@ -21,24 +21,11 @@
 #include "fiber/stack_pool.hpp"
 #include "uring/spawn.hpp"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define URING_FIBER_ASAN 1
-#endif
-#if __has_feature(thread_sanitizer)
-#define URING_FIBER_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define URING_FIBER_ASAN 1
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define URING_FIBER_TSAN 1
-#endif
-#ifdef URING_FIBER_ASAN
+#include "sanitizers.hpp"
+#ifdef URING_ASAN
 #include <sanitizer/common_interface_defs.h>
 #endif
-#ifdef URING_FIBER_TSAN
+#ifdef URING_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -73,7 +60,7 @@ class fiber_context {
     // The pending await throws fiber_unwind; the fiber ends and its stack goes back to the pool. A fiber
     // that swallows it gets it again from its next await.
     while (started_ && !finished_) switch_in();
-#ifdef URING_FIBER_TSAN
+#ifdef URING_TSAN
     if (tsan_fiber_ != nullptr) __tsan_destroy_fiber(tsan_fiber_);
 #endif
   }
@@ -85,21 +72,21 @@ class fiber_context {
   [[gnu::always_inline]] void switch_in() {
     if (!started_) start();
     fiber_context* outer = exchange_current_fiber(this);
-#ifdef URING_FIBER_ASAN
+#ifdef URING_ASAN
     __sanitizer_start_switch_fiber(&driver_fake_stack_, stack_bottom_, stack_usable_);
 #endif
-#ifdef URING_FIBER_TSAN
+#ifdef URING_TSAN
     // Right before the switching call, so that its entry and the exit of the call it returns from are
     // both counted on the fiber's context (TSan keeps a shadow call stack per context).
     driver_tsan_ = __tsan_get_current_fiber();
     __tsan_switch_to_fiber(tsan_fiber_, 0);
 #endif
     fiber_ = std::move(fiber_).resume();
-#ifdef URING_FIBER_TSAN
+#ifdef URING_TSAN
     // An ending fiber cannot switch back itself (Boost's last switch is not ours): do it here.
     if (finished_) __tsan_switch_to_fiber(driver_tsan_, 0);
 #endif
-#ifdef URING_FIBER_ASAN
+#ifdef URING_ASAN
     __sanitizer_finish_switch_fiber(driver_fake_stack_, nullptr, nullptr);
 #endif
     exchange_current_fiber(outer);
@@ -122,7 +109,7 @@ class fiber_context {
 
  private:
   void start() {
-#ifdef URING_FIBER_TSAN
+#ifdef URING_TSAN
     // Construction runs the start of Boost's entry function on the new stack and comes back: count it
     // on the fiber's context too.
     tsan_fiber_ = __tsan_create_fiber(0);
@@ -134,12 +121,12 @@ class fiber_context {
           boost::context::fiber(std::allocator_arg, recording_stack{stack_size_, this},
                                 [this](boost::context::fiber&& driver) { return run(std::move(driver)); });
     } catch (...) {
-#ifdef URING_FIBER_TSAN
+#ifdef URING_TSAN
       __tsan_switch_to_fiber(here, 0);
 #endif
       throw;
     }
-#ifdef URING_FIBER_TSAN
+#ifdef URING_TSAN
     __tsan_switch_to_fiber(here, 0);
 #endif
     started_ = true;
@@ -163,17 +150,17 @@ class fiber_context {
 
   // Fiber side, just after a switch in / just before a switch out.
   void arrive() noexcept {
-#ifdef URING_FIBER_ASAN
+#ifdef URING_ASAN
     __sanitizer_finish_switch_fiber(fiber_fake_stack_, &driver_stack_bottom_, &driver_stack_size_);
 #endif
   }
   void leave(bool for_good) noexcept {
-#ifdef URING_FIBER_ASAN
+#ifdef URING_ASAN
     // A null save slot tells ASan this stack is done with (its fake frames may go).
     __sanitizer_start_switch_fiber(for_good ? nullptr : &fiber_fake_stack_, driver_stack_bottom_,
                                    driver_stack_size_);
 #endif
-#ifdef URING_FIBER_TSAN
+#ifdef URING_TSAN
     if (!for_good) __tsan_switch_to_fiber(driver_tsan_, 0);  // for good: the driver does it (switch_in)
 #endif
     (void)for_good;

@@ -14,15 +14,8 @@
 
 #include "uring/fiber.hpp"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define URING_FIBER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define URING_FIBER_ASAN 1
-#endif
-#ifdef URING_FIBER_ASAN
+#include "sanitizers.hpp"
+#ifdef URING_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -85,7 +78,7 @@ boost::context::stack_context pooled_stack::allocate() {
 
 void pooled_stack::deallocate(boost::context::stack_context& sctx) noexcept {
   void* base = static_cast<char*>(sctx.sp) - sctx.size;
-#ifdef URING_FIBER_ASAN
+#ifdef URING_ASAN
   // Frames left on the stack may leave poisoned redzones behind; the next fiber must start clean.
   __asan_unpoison_memory_region(stack_usable_bottom(sctx), sctx.size - page_size());
 #endif

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <new>
 
+#include "sanitizers.hpp"
 #include "uring/detail/io_awaitable.hpp"
 
 namespace uring::detail {
@@ -10,14 +11,8 @@ namespace uring::detail {
 namespace {
 
 // Under ASan every canceller comes from the allocator, so a use after free stays visible.
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef URING_ASAN
 constexpr int cache_capacity = 0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr int cache_capacity = 0;
-#else
-constexpr int cache_capacity = 32;
-#endif
 #else
 constexpr int cache_capacity = 32;
 #endif

@@ -8,34 +8,27 @@
 
 #include <liburing.h>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define URING_RING_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define URING_RING_TSAN 1
-#endif
-#ifdef URING_RING_TSAN
+#include "sanitizers.hpp"
+#ifdef URING_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
 namespace uring::detail {
 
-#ifdef URING_RING_TSAN
+#ifdef URING_TSAN
 inline char ring_mappings;  // the sync object every set-up acquires and every tear-down releases
 #endif
 
 inline int init_ring(unsigned entries, io_uring* ring, io_uring_params* params) noexcept {
   const int r = io_uring_queue_init_params(entries, ring, params);
-#ifdef URING_RING_TSAN
+#ifdef URING_TSAN
   __tsan_acquire(&ring_mappings);
 #endif
   return r;
 }
 
 inline void exit_ring(io_uring* ring) noexcept {
-#ifdef URING_RING_TSAN
+#ifdef URING_TSAN
   __tsan_release(&ring_mappings);
 #endif
   io_uring_queue_exit(ring);
