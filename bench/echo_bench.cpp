@@ -12,11 +12,14 @@
 //             6.12+), which takes no bundles
 // The leased variants report pool_peak_KiB: the most pool memory that held chunks at once (buffers neither
 // available nor free, times their size), sampled after each receive.
-// The client is the same plain epoll loop for all three, so the ratio compares the servers.
+// The client is the same plain epoll loop for all three, so the ratio compares the servers. Counters
+// server_ns and client_ns: each thread's CPU time (user and system) per echo, steadier than echoes/s
+// when the two threads share the cores with others.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -26,6 +29,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <latch>
 #include <stdexcept>
 #include <string>
@@ -42,6 +46,18 @@ constexpr std::size_t kMessage = 64;
   throw std::runtime_error(std::string(what) + ": " + std::strerror(errno));
 }
 
+// The CPU clock of `t`, readable from any thread.
+clockid_t cpu_clock(std::thread& t) {
+  clockid_t c{};
+  if (::pthread_getcpuclockid(t.native_handle(), &c) != 0) fail("pthread_getcpuclockid");
+  return c;
+}
+double cpu_ns(clockid_t c) {
+  timespec t{};
+  ::clock_gettime(c, &t);
+  return 1e9 * static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec);
+}
+
 // --- the plain epoll server ---------------------------------------------------------------------------
 
 class epoll_server {
@@ -50,6 +66,7 @@ class epoll_server {
     stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
     thread_ = std::thread([this] { loop(); });
   }
+  clockid_t clock() { return cpu_clock(thread_); }
   ~epoll_server() {
     std::uint64_t one = 1;
     (void)!::write(stop_fd_, &one, sizeof one);
@@ -168,6 +185,7 @@ class uring_server {
     });
     ready.wait();
   }
+  clockid_t clock() { return cpu_clock(thread_); }
   ~uring_server() {
     ex_->stop();
     stopped_.count_down();
@@ -182,7 +200,7 @@ class uring_server {
 
 // --- the client, the same for every server --------------------------------------------------------------
 
-void run_client(benchmark::State& state, int port) {
+void run_client(benchmark::State& state, int port, clockid_t server_clock) {
   const auto conns = static_cast<int>(state.range(0));
   int ep = ::epoll_create1(EPOLL_CLOEXEC);
   std::vector<int> fds;
@@ -206,6 +224,7 @@ void run_client(benchmark::State& state, int port) {
   std::vector<std::size_t> pending(static_cast<std::size_t>(conns));
   char buf[4096];
   epoll_event events[64];
+  const double server0 = cpu_ns(server_clock), client0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
   // Each batch: every connection sends one message, then all N echoes are collected.
   while (state.KeepRunningBatch(conns)) {
     for (int i = 0; i < conns; ++i) {
@@ -229,6 +248,9 @@ void run_client(benchmark::State& state, int port) {
       }
     }
   }
+  const auto echoes = static_cast<double>(state.iterations());
+  state.counters["server_ns"] = (cpu_ns(server_clock) - server0) / echoes;
+  state.counters["client_ns"] = (cpu_ns(CLOCK_THREAD_CPUTIME_ID) - client0) / echoes;
   state.SetItemsProcessed(state.iterations());
   for (int fd : fds) ::close(fd);
   ::close(ep);
@@ -237,7 +259,7 @@ void run_client(benchmark::State& state, int port) {
 void BM_echo_epoll(benchmark::State& state) {
   auto l = uring::net::tcp_listener::bind(uring::net::address::parse("127.0.0.1:0"));
   epoll_server server(l.fd());
-  run_client(state, l.local_address().port());
+  run_client(state, l.local_address().port(), server.clock());
 }
 
 void echo_ours(benchmark::State& state, uring::backend_kind backend, receiving how = receiving::copy) {
@@ -245,7 +267,7 @@ void echo_ours(benchmark::State& state, uring::backend_kind backend, receiving h
   g_peak_in_use.store(0);
   {
     uring_server server(l, backend, how);
-    run_client(state, l.local_address().port());
+    run_client(state, l.local_address().port(), server.clock());
   }
   if (how != receiving::copy) state.counters["pool_peak_KiB"] = g_peak_in_use.load() * 4.0;
 }
