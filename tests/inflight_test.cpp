@@ -10,6 +10,7 @@
 #include <chrono>
 #include <random>
 #include <set>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <system_error>
@@ -26,6 +27,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using uring::executor;
+using uring::executor_options;
 using uring::inflight_op;
 using uring::op_kind;
 using uring::task;
@@ -126,6 +128,37 @@ TEST_P(Inflight, OperationsLeaveInAnyOrderAndTheRestStayListed) {
     if (::testing::Test::HasFailure()) co_return;
     EXPECT_TRUE(ex.inflight().empty());
     for (auto& r : readers) co_await std::move(r);
+  }(pipes));
+}
+
+// More plain reads in one turn than the SQ holds: those past the SQ's room take the list instead of the
+// inline path, and each is listed exactly once either way, until its completion.
+TEST_P(Inflight, ReadsPastAFullSqAreListedOnce) {
+  constexpr int kReads = 40;
+  std::vector<pipe_pair> pipes(kReads);
+  executor_options small = options();
+  small.sq_entries = 8;
+  executor ex(small);
+  ex.run([](std::vector<pipe_pair>& ps) -> task<void> {
+    executor& self = *executor::current();
+    std::vector<uring::join_handle<void>> readers;
+    for (pipe_pair& p : ps) {
+      readers.push_back(uring::spawn([](int fd) -> task<void> {
+        char byte = 0;
+        EXPECT_EQ(co_await uring::read(fd, std::span(&byte, 1)).tag("plain"), 1u);
+      }(p.read_end.get())));
+    }
+    for (int i = 0; i < 1000 && reads_of(self.inflight()).size() < ps.size(); ++i) co_await uring::nop();
+    std::multiset<int> listed;
+    for (const inflight_op& op : reads_of(self.inflight())) {
+      EXPECT_EQ(op.tag, "plain");
+      listed.insert(op.fd);
+    }
+    EXPECT_EQ(listed.size(), ps.size());
+    for (pipe_pair& p : ps) EXPECT_EQ(listed.count(p.read_end.get()), 1u) << "fd " << p.read_end.get();
+    for (pipe_pair& p : ps) EXPECT_EQ(::write(p.write_end.get(), "x", 1), 1);
+    for (auto& r : readers) co_await std::move(r);
+    EXPECT_TRUE(reads_of(self.inflight()).empty());
   }(pipes));
 }
 
