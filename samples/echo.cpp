@@ -122,15 +122,14 @@ task<void> serve_leased(tcp_stream s, sample::worker* w, std::chrono::millisecon
   try {
     sample::input_ends_at_drain drained(s, *w);
     for (;;) {
-      auto read = uring::with_stop_token(s.recv(*w->pool).nothrow(), w->abort.get_token());
-      // Not a co_await in each arm of ?: — with g++ 12 (release) that form, whose result owns a lease,
-      // crashed at shutdown: the pool's state was gone under ~buffer_pool.
-      uring::net::recv_result r;
-      if (idle.count() > 0) {
-        r = co_await uring::with_timeout(std::move(read), idle);
-      } else {
-        r = co_await std::move(read);
-      }
+      // Made in a plain function: each step (recv, nothrow, with_stop_token, with_timeout) is a 128 B
+      // temporary, which in the coroutine's own expression would take a slot in the frame that every idle
+      // connection holds; here only the finished receive does.
+      auto receive = [&] {
+        auto op = uring::with_stop_token(s.recv(*w->pool).nothrow(), w->abort.get_token());
+        return idle.count() > 0 ? uring::with_timeout(std::move(op), idle) : std::move(op);
+      };
+      uring::net::recv_result r = co_await receive();
       if (r.res <= 0) {
         report_unexpected(r.res);
         break;
