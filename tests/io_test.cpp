@@ -1,8 +1,10 @@
 // nop, read and write on pipes and files: results, offsets, EOF, errors and the nothrow form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <stop_token>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -244,6 +246,51 @@ TEST_P(Io, WaitersOnOneFdEachGetOneWrite) {
   EXPECT_TRUE(order == "a1b2" || order == "b1a2") << order;
   if (emulated()) {
     EXPECT_EQ(order, "a1b2");
+  }
+}
+
+// Readers parked on one pipe leave from the head, the middle and the tail (cancelled), and one parks after
+// them: the rest are each served one write, in the order they started on the emulated backend, whose
+// waiters form a list linked through the operations.
+TEST_P(Io, WaitersLeaveFromAnyPlaceAndTheRestKeepTheirOrder) {
+  pipe_pair p;
+  std::string order = run_body([&]() -> task<std::string> {
+    std::string seen;
+    int finished = 0;
+    int cancelled = 0;
+    std::vector<std::stop_source> stops(6);
+    auto reader = [&](char tag, std::stop_token tok) -> task<void> {
+      char c;
+      auto r =
+          co_await uring::with_stop_token(uring::read(p.read_end.get(), std::span(&c, 1)), tok).nothrow();
+      if (r.res == -ECANCELED) {
+        ++cancelled;
+      } else {
+        EXPECT_EQ(r.res, 1);
+        seen += tag;
+        seen += c;
+      }
+      ++finished;
+    };
+    for (int i = 0; i < 5; ++i) uring::spawn(reader(static_cast<char>('a' + i), stops[i].get_token()));
+    for (int i = 0; i < 3; ++i) co_await uring::nop();  // all five are parked now
+    for (int i : {0, 2, 4}) stops[i].request_stop();
+    while (cancelled < 3) co_await uring::nop();
+    uring::spawn(reader('f', stops[5].get_token()));
+    for (int i = 0; i < 3; ++i) co_await uring::nop();
+    for (char c : {'1', '2', '3'}) {
+      const int before = finished;
+      co_await uring::write(p.write_end.get(), std::string_view(&c, 1));
+      while (finished == before) co_await uring::nop();
+    }
+    co_return seen;
+  });
+  ASSERT_EQ(order.size(), 6u) << order;
+  std::string tags{order[0], order[2], order[4]};
+  std::sort(tags.begin(), tags.end());
+  EXPECT_EQ(tags, "bdf") << order;
+  if (emulated()) {
+    EXPECT_EQ(order, "b1d2f3");
   }
 }
 

@@ -21,7 +21,10 @@ constexpr std::size_t small_file = 16 * 1024;  // files up to this size are read
 constexpr std::size_t out_limit = 16 * 1024;  // answers gathered beyond this are sent before the next request
 constexpr std::size_t max_body = 16 * 1024;   // a request body (no route reads one) above this is 413
 constexpr std::size_t read_room = 16 * 1024;  // a read into the parser (copy, TLS) takes at most this
-constexpr int pause_chunks = 16;              // at most this many chunks are taken in when receiving pauses
+// The room of a read after one that did not fill its room: a request's head fits, and the parser's storage,
+// which the room grows and zero-fills, stays this small in a connection that only ever gets such requests.
+constexpr std::size_t first_room = 2 * 1024;
+constexpr int pause_chunks = 16;  // at most this many chunks are taken in when receiving pauses
 
 // One connection's link and what waits to go in and out of it.
 struct connection {
@@ -33,6 +36,7 @@ struct connection {
   // At least the bytes sent and not yet acknowledged: what SIOCOUTQ said when last asked, plus what was
   // sent since. While it stays within out_limit the peer cannot be behind, and flush asks no syscall.
   std::size_t unacknowledged_at_most = 0;
+  bool read_filled = false;  // the last copying read filled its room: more may wait, the next gets read_room
 };
 
 // Leased over a buffer ring, a stream's multishot receive stays armed between receives: while the
@@ -168,23 +172,37 @@ task<bool> answer(const http_config& c, connection& conn, const uring::http::req
   co_return true;
 }
 
-// The next bytes into the parser within `left`, unless the drain comes first: the count, 0 at end of
-// stream, or -errno. Leased: one chunk from the worker's pool, copied into the parser and returned to the
-// pool at once. Otherwise straight into the parser's room.
-task<std::int32_t> read_more(connection& conn, uring::http::request_parser& parser, milliseconds left) {
+// The receive read_leased waits in, made in a plain function: each step is a 128 B temporary that in the
+// coroutine's own expression would take a slot in the frame every idle connection holds.
+uring::net::basic_recv_awaitable<false> leased_receive(connection& conn, milliseconds left) {
+  return uring::with_timeout(
+      uring::with_stop_token(conn.l.socket().recv(*conn.pool).nothrow(), conn.w.drain.get_token()), left);
+}
+
+task<std::int32_t> read_leased(connection& conn, uring::http::request_parser& parser, milliseconds left) {
   if (left.count() <= 0) co_return -ETIMEDOUT;
-  if (conn.pool != nullptr) {
-    uring::net::recv_result r = co_await uring::with_timeout(
-        uring::with_stop_token(conn.l.socket().recv(*conn.pool).nothrow(), conn.w.drain.get_token()), left);
-    if (r.res > 0) parser.feed(r.buffer.view());
-    co_return r.res;
-  }
-  auto room = parser.prepare(read_room);
+  uring::net::recv_result r = co_await leased_receive(conn, left);
+  if (r.res > 0) parser.feed(r.buffer.view());
+  co_return r.res;
+}
+
+task<std::int32_t> read_copied(connection& conn, uring::http::request_parser& parser, milliseconds left) {
+  if (left.count() <= 0) co_return -ETIMEDOUT;
+  auto room = parser.prepare(conn.read_filled ? read_room : first_room);
   const std::int32_t got = co_await uring::with_timeout(
       uring::with_stop_token(conn.l.read_some(std::span(room.data(), room.size())), conn.w.drain.get_token()),
       left);
+  conn.read_filled = got > 0 && static_cast<std::size_t>(got) == room.size();
   parser.commit(got > 0 ? static_cast<std::size_t>(got) : 0);
   co_return got;
+}
+
+// The next bytes into the parser within `left`, unless the drain comes first: the count, 0 at end of
+// stream, or -errno. Leased: one chunk from the worker's pool, copied into the parser and returned to the
+// pool at once. Otherwise straight into the parser's room. Two coroutines, not one with both branches:
+// an idle connection's frame then holds only the receive it waits in, not the other branch's too.
+task<std::int32_t> read_more(connection& conn, uring::http::request_parser& parser, milliseconds left) {
+  return conn.pool != nullptr ? read_leased(conn, parser, left) : read_copied(conn, parser, left);
 }
 
 }  // namespace

@@ -28,15 +28,33 @@ link::link(uring::tls::tls_stream& t) noexcept : socket_(&t.next_layer()), tls_(
 link::link(uring::tls::tls_stream&) noexcept : socket_(nullptr) {}
 #endif
 
+namespace {
+
+// The read read_plain waits in, made in a plain function: read_some's awaitable and its nothrow() form
+// are each a temporary that in the coroutine's own expression would take a slot in its frame.
+auto plain_read(uring::net::tcp_stream& s, std::span<char> buf) { return s.read_some(buf).nothrow(); }
+
+// link::read_some's two ways, a coroutine each: a connection waiting in a read holds the frame of its own
+// way only, not one sized for both.
+uring::task<std::int32_t> read_plain(uring::net::tcp_stream& s, std::span<char> buf) {
+  co_return (co_await plain_read(s, buf)).res;
+}
+
+#ifdef URING_WITH_TLS
+uring::task<std::int32_t> read_tls(uring::tls::tls_stream& t, std::span<char> buf) {
+  uring::result<std::size_t> r = co_await t.read_some(buf).nothrow();
+  if (r) co_return static_cast<std::int32_t>(r.value());
+  co_return r.error().category() == std::system_category() ? -r.error().value() : -EPROTO;
+}
+#endif
+
+}  // namespace
+
 uring::task<std::int32_t> link::read_some(std::span<char> buf) const {
 #ifdef URING_WITH_TLS
-  if (tls_ != nullptr) {
-    uring::result<std::size_t> r = co_await tls_->read_some(buf).nothrow();
-    if (r) co_return static_cast<std::int32_t>(r.value());
-    co_return r.error().category() == std::system_category() ? -r.error().value() : -EPROTO;
-  }
+  if (tls_ != nullptr) return read_tls(*tls_, buf);
 #endif
-  co_return (co_await socket_->read_some(buf).nothrow()).res;
+  return read_plain(*socket_, buf);
 }
 
 uring::task<void> link::write_all(std::string_view bytes) const {

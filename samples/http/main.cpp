@@ -35,7 +35,7 @@
 // where the kernel has provided-buffer rings) receives into 4 KiB buffers leased from a pool of 1024 per
 // executor and feeds them to the parser, so an idle keep-alive connection holds no receive buffer (its
 // parser keeps only what a request left); the header timeout is the leased receive's own timeout.
-// --recv copy reads into the parser's buffer (16 KiB of room per read).
+// --recv copy reads into the parser's buffer: 2 KiB of room, 16 KiB after a read that filled its room.
 #include <sys/stat.h>
 
 #include <atomic>
@@ -119,9 +119,10 @@ struct config : sample::http_config {
       "  sent by send_file in 256 KiB pieces; nothing more is read until the requests read are answered\n"
       "  (leased: the armed receive is ended before a send that may wait; a client found more than 16\n"
       "  chunks ahead of its answers then is dropped)\n"
-      "  receive buffers: 1024 x 4 KiB per thread shared by its connections (leased), 16 KiB a read (copy)\n"
+      "  receive buffers: 1024 x 4 KiB per thread shared by its connections (leased); 2 KiB a read, 16 KiB\n"
+      "  after one that filled its room (copy)\n"
       "  a refused request: its answer gets 1 s, then up to 64 KiB more input is read (1 s) and it closes\n"
-      "  HTTPS: a TLS record (about 18 KiB) staged each way, 16 KiB read at a time, files sent through a\n"
+      "  HTTPS: a TLS record (about 18 KiB) staged each way, read as with copy, files sent through a\n"
       "  64 KiB buffer; over --max-connections a TLS connection is closed before its handshake\n"
       "SIGUSR1: print each executor's operations in flight (kind, fd, age) on stderr.\n"
       "SIGTERM/SIGINT: stop accepting, answer the requests received, exit 0.\n");

@@ -33,6 +33,7 @@
 #include "backend/emulated/direct_table.hpp"
 #include "backend/emulated/eventfd_slot.hpp"
 #include "backend/emulated/futex_registry.hpp"
+#include "backend/emulated/waiter_list.hpp"
 #include "ops/op_table.hpp"
 
 namespace uring::detail {
@@ -80,11 +81,14 @@ class emulated_backend final : public backend {
   ring_flags dropped_flags() const noexcept override { return ring_flags::none; }
 
  private:
+  // Lists linked through the operations themselves (waiter_list.hpp): a parked fd costs this and its
+  // hash-map node, whatever waits on it.
   struct fd_state {
-    std::deque<operation*> readers;  // FIFO, as the kernel serves waiters of one file
-    std::deque<operation*> writers;
-    std::deque<operation*> pollers;
+    waiter_list readers;  // FIFO, as the kernel serves waiters of one file
+    waiter_list writers;
+    waiter_list pollers;
     std::uint32_t events = 0;  // what epoll watches for this fd now
+    [[nodiscard]] bool idle() const noexcept { return readers.empty() && writers.empty() && pollers.empty(); }
   };
   // A deadline: a timeout operation's expiry, or a linked timeout that cancels its operation.
   struct timer {
@@ -133,11 +137,11 @@ class emulated_backend final : public backend {
 
   // Keeps the timerfd of a foreign loop at the earliest live deadline (disarmed when there is none).
   void arm_foreign_timer();
-  static std::deque<operation*>& list_for(fd_state& st, op_code code);
+  static waiter_list& list_for(fd_state& st, op_code code);
   // Records that `op` waits, arming its linked timeout if it has one. Returns the wait's id.
   std::uint64_t park(operation& op);
   // Queues `op` until its fd is ready. False when epoll cannot watch the fd.
-  bool park_on_fd(operation& op, std::deque<operation*>& list);
+  bool park_on_fd(operation& op, waiter_list& list);
   // Forgets that `op` waits (it is about to complete).
   void unpark(operation& op);
   // Makes epoll watch exactly what an fd's waiters need, and forgets fds nobody waits on.
@@ -151,8 +155,8 @@ class emulated_backend final : public backend {
   bool update_interest(int fd, fd_state& st);
   void wait_for_events(bool block);
   // Retries the waiters of one direction in order until one would block again.
-  void retry(std::deque<operation*>& list);
-  void wake_pollers(std::deque<operation*>& list, std::uint32_t events);
+  void retry(waiter_list& list);
+  void wake_pollers(waiter_list& list, std::uint32_t events);
   // A foreign loop's timerfd fired (expire_timers does the work), or the executor's eventfd was signalled.
   void drain_foreign_fd(int fd);
   void drop_stale_timers();

@@ -24,7 +24,7 @@ void emulated_backend::arm_foreign_timer() {
   if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &spec, nullptr) == 0) armed_deadline_ = deadline;
 }
 
-std::deque<operation*>& emulated_backend::list_for(fd_state& st, op_code code) {
+waiter_list& emulated_backend::list_for(fd_state& st, op_code code) {
   switch (op_info(code).emulated_as) {
     case emulation::readable:
     case emulation::multishot:
@@ -46,13 +46,13 @@ std::uint64_t emulated_backend::park(operation& op) {
   return id;
 }
 
-bool emulated_backend::park_on_fd(operation& op, std::deque<operation*>& list) {
+bool emulated_backend::park_on_fd(operation& op, waiter_list& list) {
   const int fd = op.request.fd;
-  list.push_back(&op);
+  list.push_back(op);
   fd_state& st = fds_[fd];
   if (!update_interest(fd, st)) {
-    list.pop_back();
-    if (st.readers.empty() && st.writers.empty() && st.pollers.empty()) forget(fds_.find(fd));
+    list.remove(op);
+    if (st.idle()) forget(fds_.find(fd));
     return false;
   }
   park(op);
@@ -66,20 +66,13 @@ void emulated_backend::unpark(operation& op) {
   if (r.code == op_code::timeout || r.code == op_code::futex_wait) return;
   auto it = fds_.find(r.fd);
   if (it == fds_.end()) return;
-  auto& list = list_for(it->second, r.code);
-  for (auto i = list.begin(); i != list.end(); ++i) {
-    if (*i == &op) {
-      list.erase(i);
-      break;
-    }
-  }
+  list_for(it->second, r.code).remove(op);
   settle(it);
 }
 
 void emulated_backend::settle(std::unordered_map<int, fd_state>::iterator it) {
   update_interest(it->first, it->second);
-  fd_state& st = it->second;
-  if (st.readers.empty() && st.writers.empty() && st.pollers.empty()) forget(it);
+  if (it->second.idle()) forget(it);
 }
 
 void emulated_backend::forget(std::unordered_map<int, fd_state>::iterator it) {
@@ -95,7 +88,7 @@ int emulated_backend::close_direct(int index) {
 bool emulated_backend::update_interest(int fd, fd_state& st) {
   std::uint32_t want = (st.readers.empty() ? 0u : std::uint32_t{EPOLLIN}) |
                        (st.writers.empty() ? 0u : std::uint32_t{EPOLLOUT});
-  for (operation* p : st.pollers) want |= p->request.op_flags;
+  st.pollers.for_each([&](const operation& p) { want |= p.request.op_flags; });
   if (want == st.events) return true;
   epoll_event ev{};
   ev.events = want;
@@ -158,7 +151,7 @@ void emulated_backend::wait_for_events(bool block) {
   expire_timers();
 }
 
-void emulated_backend::retry(std::deque<operation*>& list) {
+void emulated_backend::retry(waiter_list& list) {
   while (!list.empty()) {
     operation& op = *list.front();
     if (op_info(op.request.code).emulated_as == emulation::multishot) {
@@ -175,18 +168,14 @@ void emulated_backend::retry(std::deque<operation*>& list) {
   }
 }
 
-void emulated_backend::wake_pollers(std::deque<operation*>& list, std::uint32_t events) {
-  for (auto i = list.begin(); i != list.end();) {
-    operation& op = **i;
-    std::uint32_t got = events & (op.request.op_flags | EPOLLERR | EPOLLHUP);
-    if (got == 0) {
-      ++i;
-      continue;
-    }
-    i = list.erase(i);
+void emulated_backend::wake_pollers(waiter_list& list, std::uint32_t events) {
+  list.remove_if([&](operation& op) {
+    const std::uint32_t got = events & (op.request.op_flags | EPOLLERR | EPOLLHUP);
+    if (got == 0) return false;
     waiting_.erase(&op);
     post(op, static_cast<int>(got));
-  }
+    return true;
+  });
 }
 
 void emulated_backend::drain_foreign_fd(int fd) {
