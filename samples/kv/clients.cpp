@@ -20,17 +20,9 @@ namespace {
 using uring::task;
 namespace resp = uring::resp;
 
-void subcommand_arity(context& c) {
-  resp::append_error(text(c), "ERR wrong number of arguments for 'client|" + lower(c.args[1]) + "' command");
-}
-
-// The subcommands uring-kv knows, with Redis's arity (as a command's: -N at least N arguments).
-struct subcommand {
-  std::string_view name;
-  int arity;
-};
-constexpr std::array<subcommand, 7> subcommands{
-    {{"ID", 2}, {"INFO", 2}, {"LIST", -2}, {"KILL", -3}, {"SETNAME", 3}, {"GETNAME", 2}, {"NO-EVICT", 3}}};
+// The subcommands uring-kv runs. Their arity is the command table's, which execute checks first.
+constexpr std::array<std::string_view, 7> subcommands{"ID",      "INFO",    "LIST",    "KILL",
+                                                      "SETNAME", "GETNAME", "NO-EVICT"};
 
 void set_name(context& c, std::string_view name) {
   c.ses.name = name;
@@ -224,14 +216,13 @@ void client_line(const session& ses, std::int64_t now, std::string& out) {
 task<void> cmd_client(context& c) {
   std::string_view sub = c.args[1];
   auto known = std::find_if(subcommands.begin(), subcommands.end(),
-                            [sub](const subcommand& s) { return iequals(sub, s.name); });
+                            [sub](std::string_view s) { return iequals(sub, s); });
   if (known == subcommands.end()) {
     co_return resp::append_error(
         text(c), "ERR unknown subcommand '" + std::string(sub.substr(0, 128)) + "'. Try CLIENT HELP.");
   }
-  if (c.ses.exec_count < 0) c.ses.info.sub = known->name;
-  if (!arity_fits(known->arity, c.args.size())) co_return subcommand_arity(c);
-  if (known->name == "SETNAME") {
+  if (c.ses.exec_count < 0) c.ses.info.sub = *known;
+  if (*known == "SETNAME") {
     if (c.args[2].size() > max_client_name) {
       co_return resp::append_error(text(c), "ERR Client names are limited to " +
                                                 std::to_string(max_client_name) + " bytes in uring-kv");
@@ -244,24 +235,24 @@ task<void> cmd_client(context& c) {
     }
     co_return set_name(c, c.args[2]);
   }
-  if (known->name == "GETNAME") {
+  if (*known == "GETNAME") {
     if (c.ses.name.empty()) co_return c.out.null();
     co_return resp::append_bulk_string(text(c), c.ses.name);
   }
-  if (known->name == "ID") co_return resp::append_integer(text(c), c.ses.id);
-  if (known->name == "INFO") {
+  if (*known == "ID") co_return resp::append_integer(text(c), c.ses.id);
+  if (*known == "INFO") {
     std::string line;
     client_line(c.ses, clock_ms(), line);
     co_return c.out.verbatim(line + "\n");
   }
-  if (known->name == "NO-EVICT") {
+  if (*known == "NO-EVICT") {
     // uring-kv never evicts: the flag is kept for CLIENT LIST alone.
     if (!iequals(c.args[2], "ON") && !iequals(c.args[2], "OFF"))
       co_return resp::append_error(text(c), syntax_error);
     c.ses.info.no_evict = iequals(c.args[2], "ON");
     co_return resp::append_simple_string(text(c), "OK");
   }
-  if (known->name == "LIST") co_return co_await client_list(c);
+  if (*known == "LIST") co_return co_await client_list(c);
   co_await client_kill(c);
 }
 

@@ -35,12 +35,7 @@ const parameter* find_parameter(std::string_view name) noexcept {
   return nullptr;
 }
 
-void subcommand_arity(context& c) {
-  resp::append_error(text(c), "ERR wrong number of arguments for 'config|" + lower(c.args[1]) + "' command");
-}
-
 void config_get(context& c) {
-  if (c.args.size() < 3) return subcommand_arity(c);
   std::vector<std::pair<std::string_view, std::string>> pairs;
   for (const parameter& p : parameters) {
     for (std::size_t i = 2; i < c.args.size(); ++i) {
@@ -84,7 +79,6 @@ std::optional<std::string_view> fixed_value_error(const parameter& p, std::strin
 // a value (under the parameter's own name); nothing is set unless all pass. save and appendonly take their
 // fixed values only (nothing persists), and refuse others as Redis refuses an immutable parameter.
 void config_set(context& c) {
-  if (c.args.size() < 4) return subcommand_arity(c);
   if (c.args.size() % 2 != 0) return resp::append_error(text(c), "ERR syntax error");
   for (std::size_t i = 2; i < c.args.size(); i += 2) {
     if (find_parameter(c.args[i]) == nullptr) {
@@ -125,7 +119,6 @@ void config_set(context& c) {
 
 // CONFIG RESETSTAT: INFO's counters start again from zero, on every executor (each on its own thread).
 uring::task<void> config_resetstat(context& c) {
-  if (c.args.size() != 2) co_return subcommand_arity(c);
   for (std::size_t i = 0; i < c.srv.count(); ++i) {
     co_await on_shard(c.srv, c.me, i, [&srv = c.srv, i] {
       shard& s = *srv.shards[i];
@@ -165,6 +158,7 @@ std::optional<std::uint64_t> parse_memory(std::string_view s) noexcept {
   return n * scale;
 }
 
+// Each subcommand's arity is the command table's, which execute checks first.
 uring::task<void> cmd_config(context& c) {
   for (std::string_view sub : {"GET", "SET", "RESETSTAT"}) {
     if (c.ses.exec_count < 0 && iequals(c.args[1], sub)) c.ses.info.sub = sub;
