@@ -193,6 +193,81 @@ TEST_P(Net, LargeWriteAllLoopsOnShortWrites) {
   EXPECT_TRUE(back == payload);
 }
 
+// What awaiting `t` fails with (none: it succeeded).
+task<std::error_code> failure_of(task<void> t) {
+  std::error_code code;
+  try {
+    co_await std::move(t);
+  } catch (const std::system_error& e) {
+    code = e.code();
+  }
+  co_return code;
+}
+
+// Under a time limit or a stop token, a write_all the socket has room for goes by one send that cannot
+// wait: natively no linked timeout is armed beside it (one SQE, not two), and the bytes all arrive.
+TEST_P(Net, WriteAllWithRoomSendsWithoutItsLimitsCost) {
+  auto listener = tcp_listener::bind(loopback());
+  const bool native = !emulated();
+  run([](const tcp_listener& l, bool counts_sqes) -> task<void> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    const uring::executor_stats& stats = uring::executor::current()->stats();
+    std::stop_source source;
+    const std::uint64_t before = stats.sqes;
+    co_await uring::with_timeout(client.write_all(std::string_view("hello")), 5s);
+    const std::uint64_t timed = stats.sqes;
+    co_await uring::with_stop_token(client.write_all(std::string_view(" world")), source.get_token());
+    const std::uint64_t stoppable = stats.sqes;
+    if (counts_sqes) {
+      EXPECT_EQ(timed - before, 1u);
+      EXPECT_EQ(stoppable - timed, 1u);
+    }
+    char buf[11];
+    co_await uring::with_timeout(server.read_exactly(buf), 5s);
+    EXPECT_EQ(std::string_view(buf, sizeof buf), "hello world");
+  }(listener, native));
+}
+
+// Limits that have passed before write_all starts fail it, and nothing goes out.
+TEST_P(Net, WriteAllPastItsLimitsSendsNothing) {
+  auto listener = tcp_listener::bind(loopback());
+  run([](const tcp_listener& l) -> task<void> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    std::stop_source source;
+    source.request_stop();
+    EXPECT_EQ(co_await failure_of(
+                  uring::with_stop_token(client.write_all(std::string_view("x")), source.get_token())),
+              std::errc::operation_canceled);
+    EXPECT_EQ(co_await failure_of(uring::with_timeout(client.write_all(std::string_view("y")), 0ms)),
+              std::errc::timed_out);
+    char byte = 0;
+    EXPECT_EQ(::recv(server.fd(), &byte, 1, MSG_DONTWAIT), -1);
+    EXPECT_EQ(errno, EAGAIN);
+  }(listener));
+}
+
+// A socket with no room: the send that cannot wait takes nothing, and the rest waits within the limit.
+TEST_P(Net, WriteAllIntoAFullSocketTimesOut) {
+  auto listener = tcp_listener::bind(loopback());
+  run([](const tcp_listener& l) -> task<void> {
+    tcp_stream client = co_await tcp_stream::connect_to(l.local_address());
+    tcp_stream server = co_await l.accept();
+    std::string block(64 * 1024, 'f');
+    std::size_t filled = 0;
+    for (;;) {  // the peer never reads: fill both sides' buffers
+      const ssize_t n = ::send(client.fd(), block.data(), block.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) break;
+      filled += static_cast<std::size_t>(n);
+    }
+    EXPECT_EQ(errno, EAGAIN);
+    EXPECT_GT(filled, 0u);
+    EXPECT_EQ(co_await failure_of(uring::with_timeout(client.write_all(std::string_view("more")), 50ms)),
+              std::errc::timed_out);
+  }(listener));
+}
+
 // The emulation switches a blocking socket to non-blocking only for the accept or connect call itself.
 TEST_P(Net, SocketsStayBlocking) {
   auto listener = tcp_listener::bind(loopback());

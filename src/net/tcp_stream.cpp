@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <coroutine>
+#include <stop_token>
 #include <string>
 #include <system_error>
 
@@ -27,6 +29,46 @@ namespace {
 // by a copying send: below that, pinning pages and the second completion cost more than copying them
 // (bench/README.md, "Zero-copy sends by size"). A real NIC only widens the gap in its favour for large sends.
 constexpr std::size_t kZeroCopyThreshold = 64 * 1024;
+
+// The awaiting task's limits as they stand, without suspending: none (no stop token that can stop, no
+// deadline), live, or passed (a stop was asked for, or the deadline is behind us).
+enum class limits { none, live, passed };
+struct limits_now {
+  limits seen = limits::none;
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> h) noexcept {
+    if constexpr (detail::has_stop_token<Promise>) {
+      const std::stop_token& stop = h.promise().stop_token();
+      const detail::deadline* d = detail::deadline_of(h.promise());
+      if (stop.stop_requested() || (d != nullptr && d->at_ns() <= detail::monotonic_ns())) {
+        seen = limits::passed;
+      } else if (stop.stop_possible() || d != nullptr) {
+        seen = limits::live;
+      }
+    }
+    return false;
+  }
+  limits await_resume() const noexcept { return seen; }
+};
+
+// A send that cannot wait (MSG_DONTWAIT: what the socket has room for now, else EAGAIN), awaited outside
+// the task's limits: it needs neither a linked timeout nor a canceller, which natively are an SQE and
+// an allocation each per send.
+struct send_now {
+  detail::io_awaitable<std::size_t, false> op;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> h) { return op.await_suspend(h); }
+  io_result await_resume() { return op.await_resume(); }
+};
+send_now send_now_on(int fd, const_buffer buf) noexcept {
+  return {{"write_all",
+           {.code = detail::op_code::send,
+            .fd = fd,
+            .len = detail::clamp_len(buf.size()),
+            .op_flags = MSG_NOSIGNAL | MSG_DONTWAIT,
+            .addr = const_cast<void*>(buf.data())}}};
+}
 }  // namespace
 
 tcp_stream tcp_stream::open(int family) { return tcp_stream(open_fd(family, SOCK_STREAM)); }
@@ -63,6 +105,14 @@ task<void> tcp_stream::write_all(const_buffer buf) const {
       if (!r) throw_errno(-r.res, "write_all");
       done += static_cast<std::size_t>(r.res);
     }
+  }
+  // Under a time limit or a stop token, a first send that cannot wait takes what the socket has room
+  // for (mostly all of it) without the limits' cost; only what is left waits, within them. Limits
+  // already passed skip it: the sends below then fail at once, and nothing goes out.
+  if (done < buf.size() && co_await limits_now{} == limits::live) {
+    io_result r = co_await send_now_on(fd(), const_buffer(p + done, buf.size() - done));
+    if (!r && r.res != -EAGAIN) throw_errno(-r.res, "write_all");
+    if (r) done += static_cast<std::size_t>(r.res);
   }
   while (done < buf.size()) {
     io_result r = co_await write_some(const_buffer(p + done, buf.size() - done)).nothrow();

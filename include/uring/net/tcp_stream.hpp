@@ -127,6 +127,9 @@ class tcp_stream : public socket {
   /// times out or is stopped after the kernel took pages of the buffer can only get them back by resetting
   /// the connection (a peer that does not read never acknowledges them): it does so, and fails with
   /// ETIMEDOUT or ECANCELED as any write_all; the stream is then reset (ECONNRESET for the peer).
+  /// Under a time limit or a stop token, a copying write_all first sends what the socket has room for
+  /// with a send that cannot wait (MSG_DONTWAIT), which needs no linked timeout or cancel; only the rest
+  /// waits within the limits. Limits that have passed before it starts fail it with nothing sent.
   task<void> write_all(const_buffer buf) const;
 
   /// TCP_NODELAY (TCP only).
