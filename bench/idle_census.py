@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 
 import idle_servers
 
@@ -63,16 +62,8 @@ def main():
         sys.exit(f"idle_census.py: RLIMIT_NOFILE's hard limit is below {n + 64}")
     out = os.path.join(tempfile.mkdtemp(), "live_allocs.txt")
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.shim), LIVE_ALLOCS_OUT=out)
-    proc = subprocess.Popen(
-        [f"{a.samples}/uring-{a.server}", "--port", "0", "--threads", "1", "--backend", a.backend]
-        + idle_servers.flags(a.server, n),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=idle_servers.raise_nofile, env=env)
+    proc, port = idle_servers.start(f"{a.samples}/uring-{a.server}", a.server, a.backend, n, env)
     try:
-        first = proc.stdout.readline().decode()
-        if "listening on" not in first:
-            raise RuntimeError(first.strip())
-        threading.Thread(target=proc.stdout.read, daemon=True).start()
-        port = int(first.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
         socks = [socket.create_connection(("127.0.0.1", port))]
         idle_servers.exchange(socks[0], a.server)
         before = census(proc, out)

@@ -59,17 +59,24 @@ def exchange(sock, server):
         got += chunk
 
 
-def run(binary, server, backend, n):
+def start(binary, server, backend, n, env=None):
+    """The server on one thread, ready for n idle connections: (its process, its port). The caller ends it."""
     proc = subprocess.Popen(
         [binary, "--port", "0", "--threads", "1", "--backend", backend] + flags(server, n),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=raise_nofile)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=raise_nofile, env=env)
+    first = proc.stdout.readline().decode()
+    if "listening on" not in first:
+        proc.terminate()
+        proc.wait(timeout=30)
+        raise RuntimeError(f"{binary}: {first.strip()}")
+    # The rest of its output is drained so that the server never blocks on a full pipe.
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
+    return proc, int(first.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
+
+
+def run(binary, server, backend, n):
+    proc, port = start(binary, server, backend, n)
     try:
-        first = proc.stdout.readline().decode()
-        if "listening on" not in first:
-            raise RuntimeError(f"{binary}: {first.strip()}")
-        # The rest of its output is drained so that the server never blocks on a full pipe.
-        threading.Thread(target=proc.stdout.read, daemon=True).start()
-        port = int(first.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
         before = rss_kib(proc.pid)
         socks = []
         tenth = max(1, n // 10)
