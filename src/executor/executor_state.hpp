@@ -334,17 +334,6 @@ struct executor_core {
   static void eventfd_enable(executor& ex, std::uint64_t id, bool on);
 };
 
-// A hand-off through the kernel is invisible to ThreadSanitizer: tell it what the CQE orders.
-#ifdef URING_TSAN
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-inline void annotate_release(void* p) { __tsan_release(p); }
-inline void annotate_acquire(void* p) { __tsan_acquire(p); }
-#else
-inline void annotate_release(void*) {}
-inline void annotate_acquire(void*) {}
-#endif
-
 }  // namespace detail
 
 }  // namespace uring

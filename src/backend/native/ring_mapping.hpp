@@ -9,28 +9,19 @@
 #include <liburing.h>
 
 #include "sanitizers.hpp"
-#ifdef URING_TSAN
-#include <sanitizer/tsan_interface.h>
-#endif
 
 namespace uring::detail {
 
-#ifdef URING_TSAN
 inline char ring_mappings;  // the sync object every set-up acquires and every tear-down releases
-#endif
 
 inline int init_ring(unsigned entries, io_uring* ring, io_uring_params* params) noexcept {
   const int r = io_uring_queue_init_params(entries, ring, params);
-#ifdef URING_TSAN
-  __tsan_acquire(&ring_mappings);
-#endif
+  annotate_acquire(&ring_mappings);
   return r;
 }
 
 inline void exit_ring(io_uring* ring) noexcept {
-#ifdef URING_TSAN
-  __tsan_release(&ring_mappings);
-#endif
+  annotate_release(&ring_mappings);
   io_uring_queue_exit(ring);
 }
 
