@@ -126,14 +126,13 @@ auto call_in_frame(F fn, Args... args) -> task<typename std::invoke_result_t<F&,
   co_return co_await std::invoke(fn, args...);
 }
 
-/// Both spawn(target, t) forms: wraps t and hands its start node over with `hand_off(node)`, which sets
+/// Both off-thread forms: hands the unstarted frame's start node over with `hand_off(node)`, which sets
 /// node.target to the executor that takes it (that one becomes the owner). False if it was refused: the
-/// frame (and t with it) is destroyed unstarted, and the caller throws.
-template <class T, class HandOff>
-[[nodiscard]] bool spawn_elsewhere(task<T> t, std::shared_ptr<join_state<T>> state, HandOff hand_off) {
+/// frame (and what it holds) is destroyed unstarted.
+template <class HandOff>
+[[nodiscard]] bool start_elsewhere(spawned s, HandOff hand_off) {
   using promise = spawned::promise_type;
-  auto h = spawn_body(std::move(t), std::move(state)).handle_;
-  promise& p = h.promise();
+  promise& p = s.handle_.promise();
   p.message.run = [](remote_node* n) noexcept {
     auto frame = promise::from_message(n);
     executor& owner = *n->target;
@@ -143,8 +142,36 @@ template <class T, class HandOff>
   };
   p.message.discard = [](remote_node* n) noexcept { promise::from_message(n).destroy(); };
   if (hand_off(p.message)) return true;
-  h.destroy();
+  s.handle_.destroy();
   return false;
+}
+
+/// Starts the unstarted frame `s` on `ex`, the executor running on this thread, which owns it from now on.
+inline void start_here(executor& ex, spawned s) noexcept {
+  s.handle_.promise().owner = &ex;
+  executor_access::adopt(ex, s.handle_.promise().node);
+  executor_access::schedule(ex, s.handle_);
+}
+
+/// Starts `s` on `target`, from any thread (on this thread's own executor at once if that is the target).
+/// Throws std::system_error(ESHUTDOWN), with the frame destroyed unstarted, if the target refuses it.
+inline void start_on(executor& target, spawned s) {
+  if (executor::current() == &target) return start_here(target, s);
+  const bool posted = start_elsewhere(s, [&target](remote_node& n) noexcept {
+    n.target = &target;
+    return executor_access::try_post(target, n);
+  });
+  if (!posted)
+    throw std::system_error(ESHUTDOWN, std::system_category(),
+                            "uring::spawn: the target executor no longer accepts work");
+}
+/// The same through a handle: ESHUTDOWN also if the handle names no executor, or one that is gone.
+inline void start_on(const executor_handle& target, spawned s) {
+  if (executor* cur = executor::current(); cur != nullptr && cur->handle() == target)
+    return start_here(*cur, s);
+  const std::uint64_t id = target.id();
+  const bool posted = start_elsewhere(s, [id](remote_node& n) noexcept { return post_to_handle(id, n); });
+  if (!posted) throw_handle_refused("uring::spawn");
 }
 
 }  // namespace detail
@@ -154,10 +181,7 @@ template <class T>
 join_handle<T> spawn(task<T> t) {
   executor& ex = detail::executor_access::current("uring::spawn");
   auto state = std::make_shared<detail::join_state<T>>();
-  auto h = detail::spawn_body(std::move(t), state).handle_;
-  h.promise().owner = &ex;
-  detail::executor_access::adopt(ex, h.promise().node);
-  detail::executor_access::schedule(ex, h);
+  detail::start_here(ex, detail::spawn_body(std::move(t), state));
   return join_handle<T>(std::move(state));
 }
 
@@ -165,16 +189,8 @@ join_handle<T> spawn(task<T> t) {
 /// unstarted, if `target` no longer accepts work.
 template <class T>
 join_handle<T> spawn(executor& target, task<T> t) {
-  if (executor::current() == &target) return spawn(std::move(t));
   auto state = std::make_shared<detail::join_state<T>>();
-  const bool posted =
-      detail::spawn_elsewhere(std::move(t), state, [&target](detail::remote_node& n) noexcept {
-        n.target = &target;
-        return detail::executor_access::try_post(target, n);
-      });
-  if (!posted)
-    throw std::system_error(ESHUTDOWN, std::system_category(),
-                            "uring::spawn: the target executor no longer accepts work");
+  detail::start_on(target, detail::spawn_body(std::move(t), state));
   return join_handle<T>(std::move(state));
 }
 
@@ -184,13 +200,8 @@ join_handle<T> spawn(executor& target, task<T> t) {
 /// await it only from an executor that shuts down no later than the target (or with a time-out).
 template <class T>
 join_handle<T> spawn(const executor_handle& target, task<T> t) {
-  if (executor* cur = executor::current(); cur != nullptr && cur->handle() == target)
-    return spawn(std::move(t));
-  const std::uint64_t id = target.id();
   auto state = std::make_shared<detail::join_state<T>>();
-  const bool posted = detail::spawn_elsewhere(
-      std::move(t), state, [id](detail::remote_node& n) noexcept { return detail::post_to_handle(id, n); });
-  if (!posted) detail::throw_handle_refused("uring::spawn");
+  detail::start_on(target, detail::spawn_body(std::move(t), state));
   return join_handle<T>(std::move(state));
 }
 

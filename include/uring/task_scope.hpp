@@ -95,8 +95,11 @@ class scope_ticket {
   bool ended_ = false;
 };
 
+/// A member's frame is the spawned frame itself, which the executor owns as any spawned task's: no
+/// join_handle and no second frame per member (a server's connection is a member, so this is per
+/// connection).
 template <class T>
-task<void> scope_member(task<T> t, scope_ticket ticket) {
+spawned scope_member(task<T> t, scope_ticket ticket) {
   scope_state& s = ticket.scope();
   try {
     co_await with_stop_token(std::move(t), s.stop.get_token());
@@ -135,14 +138,15 @@ class task_scope {
   /// Starts `t` as a member on the executor running on this thread.
   template <class T>
   void spawn(task<T> t) {
-    (void)uring::spawn(detail::scope_member(std::move(t), detail::scope_ticket(state_)));
+    executor& ex = detail::executor_access::current("uring::task_scope::spawn");
+    detail::start_here(ex, detail::scope_member(std::move(t), detail::scope_ticket(state_)));
   }
   /// Starts `t` as a member on `target` (an executor& or executor_handle), from any thread. ESHUTDOWN as
   /// uring::spawn if the target no longer accepts work.
   template <class Target, class T>
   void spawn(Target&& target, task<T> t) {
-    (void)uring::spawn(std::forward<Target>(target),
-                       detail::scope_member(std::move(t), detail::scope_ticket(state_)));
+    detail::start_on(std::forward<Target>(target),
+                     detail::scope_member(std::move(t), detail::scope_ticket(state_)));
   }
   /// The callable form: `fn` and `args` live in the member's frame (see uring/spawn.hpp).
   template <class Target, class F, class... Args>

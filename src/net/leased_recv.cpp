@@ -22,7 +22,8 @@
 // A waiting receive that is stopped or times out is *interrupted*: the request in flight is cancelled
 // (or the wait for a pool buffer dropped), and its final completion fails the waiter with the reason. A
 // chunk that arrives meanwhile is kept: the waiter takes it instead, or it waits for the next receive.
-// The timer of timed receives is a second operation of the state (deadline_timer), with its own reference.
+// The timer of timed receives is a second operation of the state (deadline_timer), with its own reference,
+// made at the first timed receive: a stream that is never timed does not carry it.
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -52,8 +53,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
         pool(&p),
         ex(p.ex),
         reading(reads),
-        multishot_read(reads && ex->plan().read_multishot && p.per_stream >= p.count && !p.incremental),
-        timer(*this) {
+        multishot_read(reads && ex->plan().read_multishot && p.per_stream >= p.count && !p.incremental) {
     p.add_ref();
     complete = &on_complete;
     multishot = true;
@@ -91,9 +91,14 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   bool hungry = false;      // waiting in the pool for a buffer to come back
   bool cancelling = false;  // we asked for the request in flight to be cancelled
   bool capped = false;      // holds its limit of buffers: receives again when one of them comes back
-  std::vector<std::uint16_t> filling;  // no ring: the buffers the recv in flight fills, in order
-  std::vector<iovec> iovs;             // no ring, bundled: those buffers, for the recvmsg
-  msghdr msg{};
+  // No ring: the buffers the receive in flight fills, in order, and (bundled) the recvmsg over them. Made
+  // at the first receive without a ring, so that a stream on a ring does not carry them.
+  struct fill_state {
+    std::vector<std::uint16_t> ids;
+    std::vector<iovec> iovs;
+    msghdr msg{};
+  };
+  std::unique_ptr<fill_state> fill;
   std::uint64_t armed_at = 0;  // ring: the pool's return count when the recv was armed
   bool readable = false;       // no ring: the last poll said so, and nothing was received since
   bool eager = false;          // no ring: the last chunk filled its buffer (receive before polling)
@@ -101,8 +106,8 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   std::uint64_t waits = 0;       // receives that have waited so far: the current one's number
   int stop_reason = 0;           // the waiting receive was interrupted: ECANCELED or ETIMEDOUT
   std::int64_t deadline_ns = 0;  // the waiting receive's deadline (CLOCK_MONOTONIC), 0: none
-  deadline_timer<recv_state> timer;
-  std::shared_ptr<recv_state> self;  // while an operation is in flight
+  std::unique_ptr<deadline_timer<recv_state>> timer;  // from the first timed receive on
+  std::shared_ptr<recv_state> self;                   // while an operation is in flight
 
   [[nodiscard]] const char* name() const noexcept { return reading ? "read_stream" : "recv"; }
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
@@ -181,30 +186,31 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       capped = true;
     } else {
       readable = false;
+      if (!fill) fill = std::make_unique<fill_state>();
       const std::uint32_t n = pool->bundle && !reading ? std::min(room(), pool->available()) : 1;
       if (pool->incremental) {
-        filling.push_back(pool->reserve());  // its chunk counts once carved
+        fill->ids.push_back(pool->reserve());  // its chunk counts once carved
       } else {
         for (std::uint32_t i = 0; i < n; ++i) {
-          filling.push_back(pool->take());
-          pool->own(filling.back(), *this);
+          fill->ids.push_back(pool->take());
+          pool->own(fill->ids.back(), *this);
         }
       }
       if (n == 1) {
         submit({.code = reading ? op_code::read : op_code::recv,
                 .fd = fd,
-                .len = pool->space(filling[0]),
+                .len = pool->space(fill->ids[0]),
                 .op_flags = reading ? 0u : std::uint32_t{MSG_DONTWAIT},
                 .offset = reading ? kCurrentPosition : 0,
-                .addr = pool->fill_point(filling[0])});
+                .addr = pool->fill_point(fill->ids[0])});
         return;
       }
-      iovs.clear();
-      for (std::uint16_t id : filling) iovs.push_back({pool->buffer(id), pool->size});
-      msg = {};
-      msg.msg_iov = iovs.data();
-      msg.msg_iovlen = iovs.size();
-      submit({.code = op_code::recvmsg, .fd = fd, .op_flags = MSG_DONTWAIT, .addr = &msg});
+      fill->iovs.clear();
+      for (std::uint16_t id : fill->ids) fill->iovs.push_back({pool->buffer(id), pool->size});
+      fill->msg = {};
+      fill->msg.msg_iov = fill->iovs.data();
+      fill->msg.msg_iovlen = fill->iovs.size();
+      submit({.code = op_code::recvmsg, .fd = fd, .op_flags = MSG_DONTWAIT, .addr = &fill->msg});
     }
   }
 
@@ -283,7 +289,8 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       interrupt(ETIMEDOUT);
       return;
     }
-    timer.ensure_by(*ex, deadline_ns, shared_from_this());
+    if (!timer) timer = std::make_unique<deadline_timer<recv_state>>(*this);
+    timer->ensure_by(*ex, deadline_ns, shared_from_this());
   }
   // Fired or cancelled: the waiting receive's time is up, or re-arm for it.
   void on_timer(const std::shared_ptr<recv_state>& /*keep*/) noexcept { check_deadline(); }
@@ -301,7 +308,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       cancelling = true;
       executor_access::cancel(*ex, *this);
     }
-    timer.cancel(*ex);
+    if (timer) timer->cancel(*ex);
   }
 
   static void on_complete(operation* op) noexcept {
@@ -377,25 +384,25 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (done()) wake();
   }
 
-  // No ring: the recv into `filling` completed. The bytes fill those buffers in order; the rest go back.
+  // No ring: the recv into `fill->ids` completed. The bytes fill those buffers in order; the rest go back.
   void on_recv() noexcept {
     const std::uint32_t bytes = res > 0 && !abandoned ? static_cast<std::uint32_t>(res) : 0;
     std::uint32_t room_for = 0;  // the bytes the receive could take
     if (pool->incremental) {
-      room_for = pool->space(filling[0]);
-      if (bytes > 0) push_piece(filling[0], bytes);
-      pool->unreserve(filling[0]);
+      room_for = pool->space(fill->ids[0]);
+      if (bytes > 0) push_piece(fill->ids[0], bytes);
+      pool->unreserve(fill->ids[0]);
     } else {
-      room_for = static_cast<std::uint32_t>(filling.size()) * pool->size;
+      room_for = static_cast<std::uint32_t>(fill->ids.size()) * pool->size;
       std::uint32_t used = 0;
-      for (; used < filling.size() && used * pool->size < bytes; ++used) {
+      for (; used < fill->ids.size() && used * pool->size < bytes; ++used) {
         ++pool->filled;
-        ready.push_back(
-            {filling[used], std::min(bytes - used * pool->size, pool->size), pool->buffer(filling[used])});
+        ready.push_back({fill->ids[used], std::min(bytes - used * pool->size, pool->size),
+                         pool->buffer(fill->ids[used])});
       }
-      for (std::size_t i = used; i < filling.size(); ++i) pool->drop_chunk(filling[i]);
+      for (std::size_t i = used; i < fill->ids.size(); ++i) pool->drop_chunk(fill->ids[i]);
     }
-    filling.clear();
+    fill->ids.clear();
     if (bytes > 0) {
       ++pool->receives;
       eager = bytes == room_for;  // every byte of room filled: more is probably waiting
