@@ -57,14 +57,12 @@ uring::task<std::int32_t> link::read_some(std::span<char> buf) const {
   return read_plain(*socket_, buf);
 }
 
+// The stream's own write, returned rather than awaited here: a frame less per answer.
 uring::task<void> link::write_all(std::string_view bytes) const {
 #ifdef URING_WITH_TLS
-  if (tls_ != nullptr) {
-    co_await tls_->write_all(std::span(bytes.data(), bytes.size()));
-    co_return;
-  }
+  if (tls_ != nullptr) return tls_->write_all(std::span(bytes.data(), bytes.size()));
 #endif
-  co_await socket_->write_all(std::span(bytes.data(), bytes.size()));
+  return socket_->write_all(std::span(bytes.data(), bytes.size()));
 }
 
 uring::task<bool> link::send_file(int fd, std::uint64_t size, std::chrono::milliseconds timeout,
