@@ -15,8 +15,9 @@
 // byte (tests/kv_compat_test.py compares them with redis-server's). Replies to a batch of pipelined commands
 // are written together once the batch read has been parsed (or once 64 KiB wait).
 //
-// Defensive: the RESP parser bounds bulk strings (1 MiB), arguments per command (1024 + 1) and inline
-// lines; malformed input gets "-ERR Protocol error: ..." and the connection is closed; an unknown command
+// Defensive: the RESP parser bounds bulk strings (--proto-max-bulk-len, 512 MiB), a command's bytes
+// (--client-query-buffer-limit, 1 GiB; arguments are bounded only by it) and inline lines (64 KiB);
+// malformed input gets "-ERR Protocol error: ..." and the connection is closed; an unknown command
 // or a wrong argument count gets -ERR and the connection goes on. The limits of connection.hpp and
 // reply.hpp hold each client's output, idleness and number (see usage()). SIGTERM/SIGINT stop every
 // executor and the program exits 0. `--port 0` binds a free port, printed on the first line of stdout.
