@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """echo_recv_modes.py — uring-echo's CPU per echo with --recv copy and --recv leased, alternated.
 
-Each round starts uring-echo (one thread, pinned to CPU 0, idle limits off) once per receive mode; 16 client
-threads (this script, pinned to CPU 1) each send 64 B and wait for the echo, sequentially, N times. Prints
-each run's echoes/s and the server's CPU time (utime + stime of /proc/PID/stat) per echo, then the median
+Each round starts uring-echo (as idle_servers.py does: one thread, idle limits off; here pinned to CPU 0)
+once per receive mode; 16 client threads (this script, pinned to CPU 1) each send 64 B and wait for the
+echo, sequentially, N times. Prints each run's echoes/s and the server's CPU time (utime + stime of /proc/PID/stat) per echo, then the median
 per mode and its ratio to copy's. The client is slow Python: compare CPU per echo, not echoes/s.
 
   bench/echo_recv_modes.py [--backend emulated] [--rounds 3] [--echoes 6000]
@@ -13,9 +13,10 @@ import argparse
 import os
 import socket
 import statistics
-import subprocess
 import threading
 import time
+
+import idle_servers  # starts a sample server and reads its port
 
 THREADS = 16
 
@@ -41,15 +42,8 @@ def client(port, echoes):
 
 
 def run(binary, backend, mode, echoes):
-    proc = subprocess.Popen(["taskset", "-c", "0", binary, "--port", "0", "--threads", "1", "--backend", backend,
-                             "--idle-timeout", "0", "--recv", mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc, port = idle_servers.start(binary, "echo", backend, THREADS, extra=["--recv", mode], cpu=0)
     try:
-        first = proc.stdout.readline().decode()
-        if "listening on" not in first:
-            raise RuntimeError(f"{binary}: {first.strip()}")
-        threading.Thread(target=proc.stdout.read, daemon=True).start()
-        port = int(first.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
         cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
         threads = [threading.Thread(target=client, args=(port, echoes)) for _ in range(THREADS)]
         for t in threads:

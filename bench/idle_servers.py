@@ -59,10 +59,12 @@ def exchange(sock, server):
         got += chunk
 
 
-def start(binary, server, backend, n, env=None):
-    """The server on one thread, ready for n idle connections: (its process, its port). The caller ends it."""
+def start(binary, server, backend, n, env=None, extra=(), cpu=None):
+    """The server on one thread, ready for n idle connections: (its process, its port). The caller ends it.
+    `extra`: more flags; `cpu`: the CPU to pin it to (taskset, which execs it: the pid is the server's)."""
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
     proc = subprocess.Popen(
-        [binary, "--port", "0", "--threads", "1", "--backend", backend] + flags(server, n),
+        pin + [binary, "--port", "0", "--threads", "1", "--backend", backend] + flags(server, n) + list(extra),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, preexec_fn=raise_nofile, env=env)
     first = proc.stdout.readline().decode()
     if "listening on" not in first:
