@@ -263,16 +263,14 @@ task<void> serve_http(link l, worker& w, const http_config& c) {
       // The next bytes into the parser before the deadline, unless the drain comes first: the count, 0 at
       // end of stream, or -errno.
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-      std::int32_t got = -ETIMEDOUT;
-      if (left.count() <= 0) {
-        // the deadline has passed
-      } else if (conn.pool != nullptr) {
+      std::int32_t got = -ETIMEDOUT;  // unless there is time left to read
+      if (left.count() > 0 && conn.pool != nullptr) {
         // Leased: one chunk from the worker's pool, copied into the parser and returned to the pool at once.
         // Awaited here, not in a coroutine of its own: a frame less per request and per idle connection.
         uring::net::recv_result r = co_await leased_receive(conn, left);
         if (r.res > 0) parser.feed(r.buffer.view());
         got = r.res;
-      } else {
+      } else if (left.count() > 0) {
         got = co_await read_copied(conn, parser, left);  // straight into the parser's room
       }
       if (got == -ETIMEDOUT && parser.buffered() > 0) {
