@@ -20,6 +20,9 @@ constexpr std::string_view crlf = "\r\n";
 // The longest "*<count>" or "$<length>" line, CRLF included, before the input is refused (Redis refuses
 // what cannot be a count at all; 32 bytes is far beyond any 64-bit number).
 constexpr std::size_t max_count_line = 32;
+// The most argument slots a "*<count>" line reserves ahead (16 bytes each); a longer command grows its
+// vector as its arguments arrive.
+constexpr std::size_t max_reserved_args = 64;
 
 // A RESP integer: an optional '-' and decimal digits, nothing else, fitting in 64 bits.
 std::optional<std::int64_t> parse_integer(std::string_view s) noexcept {
@@ -147,6 +150,9 @@ parse_status command_parser::parse_multibulk() {
     if (*count <= 0) return complete(end);
     expected_ = *count;
     pos_ = end;
+    // Room for the arguments in one allocation rather than by doubling; bounded, as the count is only the
+    // client's word until the arguments arrive.
+    spans_.reserve(std::min<std::size_t>(static_cast<std::size_t>(*count), max_reserved_args));
   }
   while (spans_.size() < static_cast<std::size_t>(expected_)) {
     if (big_pending_) {
@@ -231,6 +237,7 @@ parse_status command_parser::parse_inline() {
 parse_status command_parser::complete(std::size_t length) {
   std::string_view in = unread();
   args_.clear();
+  args_.reserve(spans_.size());
   for (auto [offset, size] : spans_) {
     args_.push_back((offset & owned_mark) != 0 ? std::string_view(owned_[offset & ~owned_mark])
                                                : in.substr(offset, size));

@@ -1,71 +1,24 @@
-// The heap blocks behind an idle connection's library state, counted by replacing operator new in this
-// executable: a task_scope member adds one frame to its task's (no join state, no second frame), and an
-// untimed leased receive armed on a buffer ring is one small block (its timer and the no-ring receive's
-// buffer list are made only when used). These are what a server pays per idle connection.
+// The heap blocks of the library's per-connection and per-command paths, counted (alloc_count.hpp): a
+// task_scope member adds one frame to its task's (no join state, no second frame); an untimed leased
+// receive armed on a buffer ring is one small block (its timer and the no-ring receive's buffer list are
+// made only when used); the RESP parser takes one block for a command's argument list, not one per
+// doubling. These are what a server pays per idle connection and per command.
 #include <sys/socket.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstddef>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
+#include <uring/resp/parser.hpp>
 #include <uring/task_scope.hpp>
 #include <uring/uring.hpp>
 
+#include "alloc_count.hpp"
 #include "backends.hpp"
 #include "leased_recv.hpp"
 #include "net_util.hpp"
-
-namespace {
-
-// What this thread allocated while `recording`: each block's requested size, in order.
-thread_local bool recording = false;
-thread_local std::size_t recorded = 0;
-thread_local std::size_t sizes[64];
-
-void note(std::size_t n) noexcept {
-  if (!recording) return;
-  if (recorded < std::size(sizes)) sizes[recorded] = n;
-  ++recorded;
-}
-
-// Starts recording; the sizes allocated since come back from take().
-void start_recording() noexcept {
-  recorded = 0;
-  recording = true;
-}
-std::vector<std::size_t> take() {
-  recording = false;
-  return {sizes, sizes + std::min(recorded, std::size(sizes))};
-}
-
-}  // namespace
-
-void* operator new(std::size_t n) {
-  note(n);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return ::operator new(n); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  note(n);
-  if (void* p = std::aligned_alloc(static_cast<std::size_t>(a), (n + static_cast<std::size_t>(a) - 1) &
-                                                                    ~(static_cast<std::size_t>(a) - 1)))
-    return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a) { return ::operator new(n, a); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -123,6 +76,32 @@ TEST_P(IdleCost, AnUntimedLeasedReceiveArmedOnARingIsOneSmallBlock) {
   // The state holds the armed request (an operation), its chunk queue and its stop bookkeeping; the
   // timer (about 160 B) and the no-ring buffer list (about 100 B) are not part of it.
   EXPECT_LE(armed[0], 320u);
+}
+
+// A RESP command of many arguments, split as it would arrive, yields its arguments.
+TEST(RespParserCost, ACommandsArgumentListIsOneBlock) {
+  std::string mset = "*21\r\n$4\r\nMSET\r\n";
+  for (int i = 0; i < 10; ++i) mset += "$4\r\nkey" + std::to_string(i) + "\r\n$1\r\nv\r\n";
+  uring::resp::command_parser parser;
+  parser.feed(mset.substr(0, 40));  // the input's own buffer, allocated outside the count
+  start_recording();
+  ASSERT_EQ(parser.next(), uring::resp::parse_status::need_more);
+  std::vector<std::size_t> started = take();
+  parser.feed(mset.substr(40));
+  start_recording();
+  ASSERT_EQ(parser.next(), uring::resp::parse_status::command);
+  std::vector<std::size_t> finished = take();
+  ASSERT_EQ(parser.args().size(), 21u);
+  EXPECT_EQ(parser.args()[20], "v");
+  // The count line reserves the spans of all 21 arguments, and the argument views are made in one go.
+  EXPECT_EQ(started.size(), 1u) << "blocks while the first arguments arrive";
+  EXPECT_EQ(finished.size(), 1u) << "blocks to complete the command";
+
+  // The next command of the same length reuses both.
+  parser.feed(mset);
+  start_recording();
+  ASSERT_EQ(parser.next(), uring::resp::parse_status::command);
+  EXPECT_EQ(take().size(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, IdleCost, ::testing::ValuesIn(leased_recv_backends()),
