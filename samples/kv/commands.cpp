@@ -53,7 +53,7 @@ constexpr spec commands[] = {
     {"COMMAND", -1, nullptr, nullptr, cmd_command}, {"CONFIG", -2, nullptr, cmd_config},
     {"CLIENT", -2, nullptr, cmd_client}, {"TIME", 1, nullptr, nullptr, cmd_time},
     {"AUTH", -2, nullptr, nullptr, cmd_auth}, {"HELLO", -1, nullptr, nullptr, cmd_hello},
-    {"MULTI", 1, nullptr, cmd_multi},    {"EXEC", 1, nullptr, cmd_exec},    {"DISCARD", 1, nullptr, cmd_discard},
+    {"MULTI", 1, nullptr, nullptr, cmd_multi}, {"EXEC", 1, nullptr, cmd_exec},    {"DISCARD", 1, nullptr, cmd_discard},
     {"WATCH", -2, nullptr, cmd_watch},   {"UNWATCH", 1, nullptr, cmd_unwatch},
 };
 // clang-format on
@@ -104,7 +104,7 @@ std::atomic<std::int64_t> next_client_id{1};
 
 // What runs at once while MULTI is on, as in Redis; every other command is queued.
 bool runs_in_multi(const spec& s) noexcept {
-  return s.multi == cmd_multi || s.multi == cmd_exec || s.multi == cmd_discard || s.multi == cmd_watch ||
+  return s.local == cmd_multi || s.multi == cmd_exec || s.multi == cmd_discard || s.multi == cmd_watch ||
          s.local == cmd_quit;
 }
 
@@ -128,30 +128,50 @@ void count_keyed(server& srv, std::size_t me, bool elsewhere) noexcept {
   if (elsewhere) ++s.forwarded_commands;
 }
 
-task<bool> execute(server& srv, std::size_t me, session& ses, args_t args, reply& out) {
+namespace {
+
+// The rest of a single-key command whose key lives on shard i, another executor's.
+task<bool> run_elsewhere(server& srv, std::size_t me, session& ses, args_t args, reply& out, single_fn fn,
+                         std::size_t i) {
+  shard_reply r{out.text(), nullptr, false, out.resp3(), ses.input};
+  co_await on_shard(srv, me, i, [&srv, fn, args, &r, i, db = ses.db] { fn(srv.shards[i]->db[db], args, r); });
+  if (r.has_value) out.bulk(std::move(r.value));
+  co_return true;
+}
+
+// The rest of a command that visits the shards it needs (the context kept in this frame).
+task<bool> run_multi(multi_fn fn, context c) {
+  co_await fn(c);
+  co_return !c.close;
+}
+
+task<bool> abort_exec(context c, std::string why) {
+  co_await exec_abort(c, why);
+  co_return true;
+}
+
+}  // namespace
+
+command_run execute(server& srv, std::size_t me, session& ses, args_t args, reply& out) {
   const spec* sp = lookup(args[0]);
-  context c{srv, me, ses, args, out};
   if (sp == nullptr) {
     resp::append_error(out.text(), unknown_command(args));
     ses.tx.dirty |= ses.tx.active;
-    co_return true;
+    return command_run(true);
   }
   if (!arity_fits(sp->arity, args.size())) {
     std::string why = "wrong number of arguments for '" + lower(sp->name) + "' command";
-    if (sp->multi == cmd_exec) {
-      co_await exec_abort(c, why);
-    } else {
-      resp::append_error(out.text(), "ERR " + why);
-      ses.tx.dirty |= ses.tx.active;
-    }
-    co_return true;
+    if (sp->multi == cmd_exec) return command_run(abort_exec(context{srv, me, ses, args, out}, why));
+    resp::append_error(out.text(), "ERR " + why);
+    ses.tx.dirty |= ses.tx.active;
+    return command_run(true);
   }
   // As Redis, before it runs or is queued: inside MULTI the refusal is the reply, and EXEC aborts.
   if (args.size() > 1 && has_subcommands(*sp)) {
     if (std::string why = subcommand_error(*sp, args); !why.empty()) {
       resp::append_error(out.text(), why);
       ses.tx.dirty |= ses.tx.active;
-      co_return true;
+      return command_run(true);
     }
   }
   if (ses.exec_count < 0) {  // within EXEC, Redis's last command stays "exec"
@@ -161,29 +181,27 @@ task<bool> execute(server& srv, std::size_t me, session& ses, args_t args, reply
   }
   if (!allowed_before_auth(srv, ses, sp->name)) {
     resp::append_error(out.text(), "NOAUTH Authentication required.");
-    co_return true;
+    return command_run(true);
   }
+  context c{srv, me, ses, args, out};
   if (ses.tx.active && !runs_in_multi(*sp)) {
     queue_command(c);
-    co_return true;
+    return command_run(true);
   }
   ++srv.clients[me]->commands_processed;
   if (sp->single != nullptr) {
     std::size_t i = kv::shard_of(args[1], srv.count());
     count_keyed(srv, me, i != me);
+    if (i != me) return command_run(run_elsewhere(srv, me, ses, args, out, sp->single, i));
     // A value replied comes back shared, so a long one is sent from the store, not copied.
     shard_reply r{out.text(), nullptr, false, out.resp3(), ses.input};
-    co_await on_shard(srv, me, i,
-                      [&srv, sp, args, &r, i, db = ses.db] { sp->single(srv.shards[i]->db[db], args, r); });
+    sp->single(srv.shards[me]->db[ses.db], args, r);
     if (r.has_value) out.bulk(std::move(r.value));
-    co_return true;
+    return command_run(true);
   }
-  if (sp->multi != nullptr) {
-    co_await sp->multi(c);
-  } else {
-    sp->local(c);
-  }
-  co_return !c.close;
+  if (sp->multi != nullptr) return command_run(run_multi(sp->multi, c));
+  sp->local(c);
+  return command_run(!c.close);
 }
 
 }  // namespace kv

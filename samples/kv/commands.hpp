@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,10 +68,31 @@ struct session {
   session();
 };
 
-// Runs one command, its reply into `out` (a long one written as it forms: see reply::flush_if_full).
-// Returns false when the connection should close (QUIT). `args` points into the connection's parser,
-// which is not touched until this returns.
-uring::task<bool> execute(server& srv, std::size_t me, session& ses, args_t args, reply& out);
+// A command execute started: awaiting it yields false when the connection should close (QUIT). Most
+// commands finish at once (a refusal, a queued command, one answered by this executor, a single-key
+// command on its own shard) and the await does not suspend; the rest of one that visits another shard
+// runs as a task. So a command on its own shard allocates no coroutine frame.
+class [[nodiscard]] command_run {
+ public:
+  explicit command_run(bool open) noexcept : open_(open) {}
+  explicit command_run(uring::task<bool> rest) noexcept : rest_(std::move(rest)) {}
+
+  [[nodiscard]] bool await_ready() const noexcept { return !rest_.valid(); }
+  template <class Promise>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> caller) noexcept {
+    return rest_.operator co_await().await_suspend(caller);
+  }
+  bool await_resume() { return rest_.valid() ? rest_.operator co_await().await_resume() : open_; }
+
+ private:
+  bool open_ = true;
+  uring::task<bool> rest_;
+};
+
+// Runs one command, its reply into `out` (a long one written as it forms: see reply::must_flush); the
+// caller awaits what it returns. `args` points into the connection's parser, which is not touched until
+// that await ends.
+command_run execute(server& srv, std::size_t me, session& ses, args_t args, reply& out);
 
 // One command being run: what a command body needs.
 struct context {
@@ -123,7 +145,7 @@ uring::task<void> cmd_config(context& c);
 // Transactions (transaction.cpp). While MULTI is on, execute queues the other commands with
 // queue_command, and refuses those of a wrong name or arity, subcommand's included (then EXEC aborts); EXEC
 // of a wrong arity ends the transaction through exec_abort. unwatch_all: a closing connection's watches go.
-uring::task<void> cmd_multi(context& c);
+void cmd_multi(context& c);  // answered at once: it only opens the queue
 uring::task<void> cmd_exec(context& c);
 uring::task<void> cmd_discard(context& c);
 uring::task<void> cmd_watch(context& c);

@@ -198,7 +198,7 @@ uring::task<void> pause_receiving(void* side) {
         break;
       }
       if (idle.count() != 0) deadline = steady::now() + idle;
-      co_await out.flush_if_full();
+      if (out.must_flush()) co_await out.flush();
     }
     if (!out.empty()) co_await out.flush();
     // The client has taken every reply before more of its input is read.

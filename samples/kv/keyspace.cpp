@@ -161,7 +161,7 @@ task<void> cmd_keys(context& c) {
   resp::append_array_header(c.out.text(), keys.size());
   for (const std::string& k : keys) {
     resp::append_bulk_string(c.out.text(), k);
-    co_await c.out.flush_if_full();
+    if (c.out.must_flush()) co_await c.out.flush();
   }
 }
 
@@ -238,7 +238,7 @@ task<void> cmd_scan(context& c) {
   resp::append_array_header(out, keys.size());
   for (const std::string& k : keys) {
     resp::append_bulk_string(out, k);
-    co_await c.out.flush_if_full();
+    if (c.out.must_flush()) co_await c.out.flush();
   }
 }
 

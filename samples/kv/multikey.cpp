@@ -120,7 +120,7 @@ task<void> cmd_mget(context& c) {
   resp::append_array_header(c.out.text(), c.args.size() - 1);
   for (std::size_t a = 1; a < c.args.size(); ++a) {
     c.out.bulk(std::move(values[a]));
-    co_await c.out.flush_if_full();
+    if (c.out.must_flush()) co_await c.out.flush();
   }
 }
 

@@ -38,12 +38,12 @@ void reply::verbatim(std::string_view txt) {
   text_.append(std::to_string(txt.size() + 4)).append("\r\ntxt:").append(txt).append("\r\n");
 }
 
-uring::task<void> reply::flush_if_full() {
+bool reply::must_flush() {
   if (text_.size() > limits_->hard) {
     throw output_overflow("output buffer of " + std::to_string(text_.size()) +
                           " bytes passed --max-output-buffer");
   }
-  if (pending() >= limits_->soft && !held_) co_await flush();
+  return pending() >= limits_->soft && !held_;
 }
 
 // Whether writing `n` more bytes may wait on the client.
@@ -55,10 +55,22 @@ bool reply::may_wait(std::size_t n) {
 
 uring::task<void> reply::flush() {
   const std::size_t n = pending();
-  if (wait_hook_ != nullptr) {
-    if (may_wait(n)) co_await wait_hook_(wait_ctx_);
-    *unacknowledged_ += n;
+  const bool waits = wait_hook_ != nullptr && may_wait(n);
+  if (!waits && refs_.empty() && text_.size() <= write_piece) {
+    // Most flushes: one copied piece the socket takes at once. The write is the task, with no frame of
+    // this function's; the text moves aside (keeping both buffers) so that it outlives the return.
+    if (wait_hook_ != nullptr) *unacknowledged_ += n;
+    sending_.swap(text_);
+    text_.clear();
+    return uring::with_timeout(stream_->write_all(std::span(sending_.data(), sending_.size())),
+                               limits_->stall);
   }
+  return flush_all(waits);
+}
+
+uring::task<void> reply::flush_all(bool waits) {
+  if (waits) co_await wait_hook_(wait_ctx_);
+  if (wait_hook_ != nullptr) *unacknowledged_ += pending();
   std::string_view text = text_;
   std::size_t from = 0;
   for (const ref& r : refs_) {

@@ -6,9 +6,10 @@
 // text() from that shard's thread while the coroutine waits for it (handed over and back).
 //
 // Memory: values of by_reference bytes and more are held by shared ownership, not copied: one 1 MiB value
-// named 1024 times in an MGET costs 1 MiB however slowly the client reads. flush_if_full() writes once
-// limits.soft bytes (copied or referenced) wait, so a connection runs no further command (and reads no
-// further input) before its client has taken them; copied bytes beyond limits.hard throw output_overflow.
+// named 1024 times in an MGET costs 1 MiB however slowly the client reads. Once limits.soft bytes (copied or
+// referenced) wait, must_flush() tells the connection to write them, so it runs no further command (and
+// reads no further input) before its client has taken them; copied bytes beyond limits.hard throw
+// output_overflow.
 #pragma once
 
 #include <chrono>
@@ -61,11 +62,12 @@ class reply {
   // Bytes waiting to be written, copied and referenced.
   [[nodiscard]] std::size_t pending() const noexcept { return text_.size() + referenced_; }
 
-  // Throws output_overflow past the hard limit; writes everything when the soft one is reached (unless
-  // held).
-  uring::task<void> flush_if_full();
-  // While held, flush_if_full writes nothing (the hard limit still applies): EXEC holds its replies so that
-  // no write suspends it between two of its commands.
+  // After each command: throws output_overflow past the hard limit; true when the soft one is reached (and
+  // output is not held), and then the caller flushes. Not a coroutine, so that a command whose reply fits
+  // allocates no frame for the check.
+  bool must_flush();
+  // While held, must_flush answers false (the hard limit still applies): EXEC holds its replies so that no
+  // write suspends it between two of its commands.
   void hold(bool on) noexcept { held_ = on; }
   // Writes everything pending, in order. A piece the client does not take within limits.stall throws
   // std::system_error(ETIMEDOUT); a peer that went away throws as the write does.
@@ -88,12 +90,14 @@ class reply {
     value_ptr value;
   };
 
+  uring::task<void> flush_all(bool waits);
   uring::task<void> write(std::string_view bytes);
   bool may_wait(std::size_t n);
 
   const uring::net::tcp_stream* stream_;
   const output_limits* limits_;
   std::string text_;
+  std::string sending_;  // the text a flush of one piece is writing
   std::vector<ref> refs_;
   std::size_t referenced_ = 0;
   bool held_ = false;

@@ -126,9 +126,9 @@ task<void> exec_abort(context& c, std::string_view why) {
   resp::append_error(text(c), "EXECABORT Transaction discarded because of: " + std::string(why));
 }
 
-task<void> cmd_multi(context& c) {
+void cmd_multi(context& c) {
   transaction& tx = c.ses.tx;
-  if (tx.active) co_return resp::append_error(text(c), "ERR MULTI calls can not be nested");
+  if (tx.active) return resp::append_error(text(c), "ERR MULTI calls can not be nested");
   tx.active = true;
   resp::append_simple_string(text(c), "OK");
 }
@@ -150,7 +150,8 @@ task<void> cmd_exec(context& c) {
   if (!dirty) {
     if (auto i = one_other_shard(c, queue)) co_return co_await exec_on(c, *i, queue);
   }
-  bool changed = co_await release_watches(c.srv, c.me, c.ses);
+  bool changed = false;
+  if (!tx.watches.empty()) changed = co_await release_watches(c.srv, c.me, c.ses);
   if (dirty) {
     co_return resp::append_error(text(c), "EXECABORT Transaction discarded because of previous errors.");
   }
@@ -166,7 +167,7 @@ task<void> cmd_exec(context& c) {
     for (const std::vector<std::string>& command : queue) {
       args.assign(command.begin(), command.end());
       co_await execute(c.srv, c.me, c.ses, args, c.out);
-      co_await c.out.flush_if_full();
+      if (c.out.must_flush()) co_await c.out.flush();
     }
   } catch (...) {
     c.out.hold(false);

@@ -1,0 +1,122 @@
+// uring-kv's commands as kv::execute starts them (samples/kv/commands.hpp): a command on the connection's
+// own shard, a refusal, MULTI and a queued command finish at once, allocating nothing beyond what the
+// command itself stores; a command whose key lives on another shard, or that visits several, goes on as a
+// task for the connection to await. The heap blocks are counted (alloc_count.hpp).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "alloc_count.hpp"
+#include "commands.hpp"
+
+namespace {
+
+using uring::test::start_recording;
+using uring::test::take;
+
+// A server of `shards` shards, and one session on executor 0. Nothing here awaits: a command that goes
+// on as a task is only looked at, never run (that needs the shards' executors).
+struct one_session {
+  kv::server srv;
+  kv::session ses;
+  uring::net::tcp_stream none;  // the reply writes only when flushed, which these tests never do
+  kv::output_limits limits;
+  kv::reply out{none, limits};
+
+  explicit one_session(std::size_t shards) {
+    for (std::size_t i = 0; i < shards; ++i) {
+      srv.shards.push_back(std::make_unique<kv::shard>());
+      srv.clients.push_back(std::make_unique<kv::client_registry>());
+    }
+    out.text().reserve(1024);  // the connection's output buffer, grown before any count
+  }
+
+  // Starts `words` on executor 0: whether it finished at once, and what it replied.
+  bool at_once(const std::vector<std::string_view>& words, std::string* reply = nullptr) {
+    out.text().clear();
+    kv::command_run run = kv::execute(srv, 0, ses, words, out);
+    if (reply != nullptr) *reply = out.text();
+    return run.await_ready();
+  }
+};
+
+// A key that shard_of places on shard `i` of `shards`.
+std::string key_on(std::size_t i, std::size_t shards) {
+  for (int n = 0;; ++n) {
+    std::string key = "key:" + std::to_string(n);
+    if (kv::shard_of(key, shards) == i) return key;
+  }
+}
+
+TEST(KvExecute, ACommandOnItsOwnShardFinishesAtOnceWithoutAllocating) {
+  one_session s(1);
+  std::string reply;
+  ASSERT_TRUE(s.at_once({"SET", "k", "v"}, &reply));
+  EXPECT_EQ(reply, "+OK\r\n");
+  ASSERT_TRUE(s.at_once({"SET", "n", "41"}));
+
+  const std::vector<std::string_view> get_k{"GET", "k"}, incr_n{"INCR", "n"};
+  start_recording();
+  bool get = s.at_once(get_k, &reply);
+  std::vector<std::size_t> blocks = take();
+  EXPECT_TRUE(get);
+  EXPECT_EQ(reply, "$1\r\nv\r\n");
+  EXPECT_EQ(blocks.size(), 0u) << "a GET of a short value allocates nothing: no coroutine frame";
+
+  start_recording();
+  bool incr = s.at_once(incr_n, &reply);
+  blocks = take();
+  EXPECT_TRUE(incr);
+  EXPECT_EQ(reply, ":42\r\n");
+  EXPECT_LE(blocks.size(), 1u) << "INCR allocates at most its new value";
+}
+
+TEST(KvExecute, AKeyOnAnotherShardGoesOnAsATask) {
+  one_session s(2);
+  std::string here = key_on(0, 2), there = key_on(1, 2);
+  EXPECT_TRUE(s.at_once({"SET", here, "v"}));
+  EXPECT_FALSE(s.at_once({"SET", there, "v"}));
+  EXPECT_FALSE(s.at_once({"GET", there}));
+  EXPECT_EQ(s.srv.shards[0]->keyed_commands, 3u);
+  EXPECT_EQ(s.srv.shards[0]->forwarded_commands, 2u);
+  // Commands that visit the shards they need go on as tasks, whatever the keys.
+  EXPECT_FALSE(s.at_once({"MGET", here}));
+  EXPECT_FALSE(s.at_once({"DBSIZE"}));
+}
+
+TEST(KvExecute, RefusalsMultiAndQueuedCommandsFinishAtOnce) {
+  one_session s(2);
+  std::string reply;
+  EXPECT_TRUE(s.at_once({"NOSUCH", "x"}, &reply));
+  EXPECT_EQ(reply, "-ERR unknown command 'NOSUCH', with args beginning with: 'x' \r\n");
+  EXPECT_TRUE(s.at_once({"GET"}, &reply));
+  EXPECT_EQ(reply, "-ERR wrong number of arguments for 'get' command\r\n");
+  EXPECT_TRUE(s.at_once({"PING"}, &reply));
+  EXPECT_EQ(reply, "+PONG\r\n");
+
+  EXPECT_TRUE(s.at_once({"MULTI"}, &reply));
+  EXPECT_EQ(reply, "+OK\r\n");
+  EXPECT_TRUE(s.ses.tx.active);
+  // Queued, even for a key on the other shard: nothing runs before EXEC.
+  EXPECT_TRUE(s.at_once({"SET", key_on(1, 2), "v"}, &reply));
+  EXPECT_EQ(reply, "+QUEUED\r\n");
+  EXPECT_TRUE(s.at_once({"MULTI"}, &reply));
+  EXPECT_EQ(reply, "-ERR MULTI calls can not be nested\r\n");
+  EXPECT_EQ(s.ses.tx.queue.size(), 1u);
+  EXPECT_FALSE(s.at_once({"EXEC"}));
+}
+
+TEST(KvExecute, QuitFinishesAtOnceAndClosesTheConnection) {
+  one_session s(1);
+  kv::reply& out = s.out;
+  std::vector<std::string_view> quit{"QUIT"};
+  kv::command_run run = kv::execute(s.srv, 0, s.ses, quit, out);
+  ASSERT_TRUE(run.await_ready());
+  EXPECT_FALSE(run.await_resume()) << "the connection is to close";
+  EXPECT_EQ(out.text(), "+OK\r\n");
+}
+
+}  // namespace
