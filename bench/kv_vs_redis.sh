@@ -23,57 +23,14 @@ taskset -c 1 redis-server --bind 127.0.0.1 --port 6393 --save '' --appendonly no
 "$kv" --port 6394 --threads 2 --backend native >/dev/null 2>&1 & p4=$!
 redis-server --bind 127.0.0.1 --port 6395 --save '' --appendonly no --daemonize no >/dev/null 2>&1 & p5=$!
 results=$(mktemp)
-tx_client=$(mktemp --suffix=.py)
-trap 'kill -TERM $p1 $p2 $p3 $p4 $p5 2>/dev/null || true; rm -f "$results" "$tx_client"' EXIT
+tx_client=$(dirname "$0")/kv_tx_client.py
+trap 'kill -TERM $p1 $p2 $p3 $p4 $p5 2>/dev/null || true; rm -f "$results"' EXIT
 for port in 6391 6392 6393 6394 6395; do
   for _ in $(seq 1 500); do redis-cli -p $port ping >/dev/null 2>&1 && break; done
 done
 declare -A name=([6391]="uring-kv native" [6392]="uring-kv emulated" [6393]="redis-server 7.0"
                  [6394]="uring-kv --threads 2 native, -r 100000" [6395]="redis-server 7.0, -r 100000")
 declare -A pid=([6391]=$p1 [6392]=$p2 [6393]=$p3 [6394]=$p4 [6395]=$p5)
-# The transaction client: PORT CONNECTIONS IN_FLIGHT TRANSACTIONS KEYSPACE; prints transactions per second.
-# Each connection sends IN_FLIGHT transactions at once and waits for all their replies (6 lines each:
-# +OK, +QUEUED twice, EXEC's array of two integers) before it sends the next batch.
-cat >"$tx_client" <<'PY'
-import random, selectors, socket, sys, time
-port, conns, inflight, total, keyspace = map(int, sys.argv[1:])
-def cmd(*a):
-    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
-rng = random.Random(1)
-def key():
-    return b"key:%012d" % (rng.randrange(keyspace) if keyspace else 0)
-batches = [b"".join(cmd(b"MULTI") + cmd(b"INCR", key()) + cmd(b"INCR", key()) + cmd(b"EXEC")
-                    for _ in range(inflight)) for _ in range(64)]
-sel = selectors.DefaultSelector()
-batches_each = max(1, total // (conns * inflight))
-left = [batches_each] * conns
-start = time.monotonic()
-for i in range(conns):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.setblocking(False)
-    sel.register(s, selectors.EVENT_READ, [i, 0])
-    s.sendall(batches[i % 64])
-open_conns = conns
-while open_conns:
-    for k, _ in sel.select():
-        s, state = k.fileobj, k.data
-        data = s.recv(1 << 16)
-        if not data:
-            raise SystemExit("connection closed")
-        state[1] += data.count(b"\n")
-        if state[1] < 6 * inflight:
-            continue
-        state[1] -= 6 * inflight
-        left[state[0]] -= 1
-        if left[state[0]] == 0:
-            sel.unregister(s)
-            s.close()
-            open_conns -= 1
-        else:
-            s.sendall(batches[(left[state[0]] + state[0]) % 64])
-done = conns * inflight * batches_each
-print("%.0f %d" % (done / (time.monotonic() - start), done))
-PY
 cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{t += $1} END {printf "%.0f", t}'; }  # %d: 32 bits in mawk
 per_request() { awk -v t="$1" -v r="$2" 'BEGIN {printf "%.3f", t / 1e3 / r}'; }
 # run <port> <pipeline> <keyspace> [command prefix...]: "SET <rps> SET_cpu_us <us> ... TX <tps> TX_cpu_us <us>"
