@@ -6,7 +6,9 @@
 # sum over its threads of /proc/PID/task/TID/schedstat's time on CPU, in nanoseconds), then each figure's
 # median per server and its ratio to the first server's.
 # Environment: ROUNDS (3), REQUESTS (300000), PIPELINE (1), COMMANDS (redis-benchmark -t names, "get set
-# incr"), TX (1: run the transactions too), THREADS (uring-kv --threads, 1), BACKEND (native).
+# incr"), TX (1: run the transactions too), THREADS (uring-kv --threads, 1), BACKEND (native), KEYSPACE
+# (keys drawn from this many, redis-benchmark -r; 0, the default: one key), PIN (1, the default: server on
+# CPU 1 and client on CPU 0; 0: neither pinned, as for several threads).
 set -euo pipefail
 rounds=${ROUNDS:-3}
 n=${REQUESTS:-300000}
@@ -15,34 +17,40 @@ commands=${COMMANDS:-get set incr}
 tx=${TX:-1}
 threads=${THREADS:-1}
 backend=${BACKEND:-native}
+keyspace=${KEYSPACE:-0}
+range=()
+[ "$keyspace" -gt 0 ] && range=(-r "$keyspace")
+server_cpu=() client_cpu=()
+[ "${PIN:-1}" = 1 ] && server_cpu=(taskset -c 1) client_cpu=(taskset -c 0)
 [ $# -ge 1 ] || { echo "usage: $0 SERVER... (uring-kv binaries, or redis-server)"; exit 2; }
 tx_client=$(dirname "$0")/kv_tx_client.py
 pid=
 cpu_ns() { cat /proc/"$pid"/task/*/schedstat | awk '{t += $1} END {printf "%.0f", t}'; }  # %d: 32 bits in mawk
 results=$(mktemp)
 trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; rm -f "$results"' EXIT
-port=$((20000 + RANDOM % 20000))
+port=$((10000 + RANDOM % 20000))  # below the ephemeral ports (32768 on), which clients take
 for r in $(seq "$rounds"); do
   for server in "$@"; do
     port=$((port + 1))  # a fresh port each run: a server still closing must not take its connections
     if [ "$server" = redis-server ]; then
-      taskset -c 1 redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize no \
+      "${server_cpu[@]}" redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize no \
         >/dev/null 2>&1 &
     else
-      taskset -c 1 "$server" --port "$port" --threads "$threads" --backend "$backend" >/dev/null 2>&1 &
+      "${server_cpu[@]}" "$server" --port "$port" --threads "$threads" --backend "$backend" >/dev/null 2>&1 &
     fi
     pid=$!
     for _ in $(seq 1 500); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; done
+    redis-cli -p "$port" ping >/dev/null 2>&1 || { echo "$server did not start on port $port"; exit 1; }
     line="$server"
     for t in $commands; do
       before=$(cpu_ns)
-      taskset -c 0 redis-benchmark -p "$port" -t "$t" -n "$n" -c 50 -P "$P" -q >/dev/null 2>&1
+      "${client_cpu[@]}" redis-benchmark -p "$port" -t "$t" -n "$n" -c 50 -P "$P" "${range[@]}" -q >/dev/null 2>&1
       after=$(cpu_ns)
       line+=" ${t^^} $(awk -v t=$((after - before)) -v n="$n" 'BEGIN {printf "%.3f", t / 1e3 / n}')"
     done
     if [ "$tx" = 1 ]; then
       before=$(cpu_ns)
-      read -r _ done < <(taskset -c 0 python3 "$tx_client" "$port" 50 "$P" $((n / 4)) 0)
+      read -r _ done < <("${client_cpu[@]}" python3 "$tx_client" "$port" 50 "$P" $((n / 4)) "$keyspace")
       after=$(cpu_ns)
       line+=" TX $(awk -v t=$((after - before)) -v n="$done" 'BEGIN {printf "%.3f", t / 1e3 / n}')"
     fi
