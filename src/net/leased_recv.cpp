@@ -100,8 +100,12 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   };
   std::unique_ptr<fill_state> fill;
   std::uint64_t armed_at = 0;  // ring: the pool's return count when the recv was armed
-  bool readable = false;       // no ring: the last poll said so, and nothing was received since
-  bool eager = false;          // no ring: the last chunk filled its buffer (receive before polling)
+  // Ring: the last receive took less than it had room for, so the socket is probably empty and the next
+  // one polls first (kPollFirst). A server re-arms right after each request arrives, before the client
+  // can have sent the next: there a first try would only fail.
+  bool drained = false;
+  bool readable = false;  // no ring: the last poll said so, and nothing was received since
+  bool eager = false;     // no ring: the last chunk filled its buffer (receive before polling)
   std::coroutine_handle<> waiter;
   std::uint64_t waits = 0;       // receives that have waited so far: the current one's number
   int stop_reason = 0;           // the waiting receive was interrupted: ECANCELED or ETIMEDOUT
@@ -172,7 +176,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
               .fd = fd,
               .len = pool->group,
               .offset = bytes,
-              .aux = bytes != 0 ? kBundle : kOneChunk});
+              .aux = (bytes != 0 ? kBundle : kOneChunk) | (drained ? kPollFirst : 0)});
       return;
     }
     // No ring: a buffer is taken only when data is likely there (the socket polled readable, or the last
@@ -351,6 +355,8 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       // A bundle's bytes fill its buffers in ring order, each whole but the last.
       const std::uint32_t bytes = res > 0 ? static_cast<std::uint32_t>(res) : 0;
       const std::uint32_t n = bytes > 0 ? (bytes + pool->size - 1) / pool->size : 1;
+      const std::uint64_t room = (request.aux & kBundle) != 0 ? request.offset : pool->size;
+      drained = bytes > 0 && bytes < room;
       if (bytes > 0 && !abandoned) {
         ++pool->receives;
         for (std::uint32_t i = 0; i < n; ++i) {

@@ -138,8 +138,10 @@ int emulate_shutdown(io_request& r, emu_try& t) {
 
 void prep_recv_multishot(io_uring_sqe* sqe, const io_request& r) noexcept {
   io_uring_prep_recv_multishot(sqe, r.fd, nullptr, 0, static_cast<int>(r.op_flags));
-  if (r.aux == kOneChunk || r.aux == kBundle) sqe->ioprio &= ~IORING_RECV_MULTISHOT;
-  if (r.aux == kBundle) {
+  const std::uint64_t mode = r.aux & ~kPollFirst;
+  if (mode == kOneChunk || mode == kBundle) sqe->ioprio &= ~IORING_RECV_MULTISHOT;
+  if ((r.aux & kPollFirst) != 0) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+  if (mode == kBundle) {
     sqe->ioprio |= kRecvsendBundle;
     sqe->len = static_cast<std::uint32_t>(r.offset);
   }

@@ -29,6 +29,10 @@ inline constexpr std::uint64_t kCurrentPosition = ~std::uint64_t{0};
 inline constexpr std::uint64_t kOneChunk = 1;
 // As recv_multishot's aux: one bundled recv (several consecutive buffers), at most `offset` bytes.
 inline constexpr std::uint64_t kBundle = 2;
+// Or'd into kOneChunk or kBundle: the socket is probably empty (the last receive took less than it had
+// room for), so the recv waits for readiness before it tries (IORING_RECVSEND_POLL_FIRST): a try that
+// would fail costs more than the poll.
+inline constexpr std::uint64_t kPollFirst = 4;
 
 // A completion flag (the kernel's IORING_CQE_F_MORE): a multishot operation will complete again. Only the
 // completion without it is final.
