@@ -319,7 +319,7 @@ int main(int argc, char** argv) {
     opts.backend = c.backend;
     opts.histograms = true;  // INFO uring reports the batching percentiles
     // One shard: SINGLE_ISSUER|DEFER_TASKRUN, so that the task work of its sockets' receives runs in a batch
-    // when the loop waits, not as each arrives (9-16% less CPU per request without pipelining:
+    // when the loop waits, not as each arrives (5-8% less CPU per request without pipelining:
     // bench/README.md). Several shards keep the default flags: their hand-offs are MSG_RING messages, which
     // cost more between such rings.
     if (c.threads == 1)
