@@ -53,8 +53,9 @@ constexpr spec commands[] = {
     {"COMMAND", -1, nullptr, nullptr, cmd_command}, {"CONFIG", -2, nullptr, cmd_config},
     {"CLIENT", -2, nullptr, cmd_client}, {"TIME", 1, nullptr, nullptr, cmd_time},
     {"AUTH", -2, nullptr, nullptr, cmd_auth}, {"HELLO", -1, nullptr, nullptr, cmd_hello},
-    {"MULTI", 1, nullptr, nullptr, cmd_multi}, {"EXEC", 1, nullptr, cmd_exec},    {"DISCARD", 1, nullptr, cmd_discard},
-    {"WATCH", -2, nullptr, cmd_watch},   {"UNWATCH", 1, nullptr, cmd_unwatch},
+    {"MULTI", 1, nullptr, nullptr, cmd_multi}, {"EXEC", 1, nullptr, cmd_exec},
+    {"DISCARD", 1, nullptr, cmd_discard},      {"WATCH", -2, nullptr, cmd_watch},
+    {"UNWATCH", 1, nullptr, cmd_unwatch},
 };
 // clang-format on
 
