@@ -66,11 +66,14 @@ def main():
                 if "executor%d_%s" % (i, name) not in first:
                     failures.append("INFO uring lacks executor%d_%s: %r" % (i, name, first))
             # One native shard asks for SINGLE_ISSUER|DEFER_TASKRUN (kernel 6.1+, as here); several keep
-            # the default flags, and the emulated backend has no ring.
+            # the default flags and send by mailbox, and the emulated backend has no ring.
             flags = first.get("executor%d_ring_flags" % i, "")
-            deferred = backend == "native" and shards == 1
-            if ("DEFER_TASKRUN" in flags.split("|")) != deferred or (backend == "emulated") != (flags == "none"):
+            one_native = backend == "native" and shards == 1
+            if ("DEFER_TASKRUN" in flags.split("|")) != one_native or (backend == "emulated") != (flags == "none"):
                 failures.append("executor%d_ring_flags %r on %s with %d shards" % (i, flags, backend, shards))
+            messaging = first.get("executor%d_messaging" % i, "")
+            if messaging != ("msg_ring" if one_native else "mailbox"):
+                failures.append("executor%d_messaging %r on %s with %d shards" % (i, messaging, backend, shards))
             if not second.get("executor%d_cqes" % i, 0) > first.get("executor%d_cqes" % i, 0):
                 failures.append("executor%d_cqes did not grow: %r then %r" % (i, first, second))
             for h in ("sqes_per_submit", "cqes_per_reap"):

@@ -1,7 +1,7 @@
 // samples/kv/info.cpp — INFO [section ...]: Redis 7.0's format ("# Section" headers, "name:value" lines, a
 // blank line between sections) for the sections server, clients, memory, stats and keyspace, and uring-kv's
-// own "shards" (keys and keyed commands per shard) and "uring" (each shard's executor: its ring's flags,
-// enters, SQEs, CQEs..., and the percentiles of SQEs per submit and CQEs per reap).
+// own "shards" (keys and keyed commands per shard) and "uring" (each shard's executor: its ring's flags and
+// messaging road, enters, SQEs, CQEs..., and the percentiles of SQEs per submit and CQEs per reap).
 #include <malloc.h>
 #include <unistd.h>
 
@@ -29,6 +29,7 @@ struct counts {
   std::uint64_t expired = 0, hits = 0, misses = 0, keyed = 0, forwarded = 0, received = 0, processed = 0;
   uring::metrics::executor_sample executor;  // the shard's executor's figures (the Uring section)
   std::string ring_flags;                    // the setup flags its ring has ("none" emulated)
+  bool msg_ring = false;                     // its hand-offs go by MSG_RING (else by mailbox)
 };
 
 std::string line(std::string_view name, std::uint64_t n) {
@@ -86,6 +87,7 @@ task<void> cmd_info(context& c) {
       n.processed = r.commands_processed;
       n.executor = uring::metrics::sample_of(*uring::executor::current());
       n.ring_flags = uring::to_string(uring::executor::current()->active_flags());
+      n.msg_ring = uring::executor::current()->plan().msg_ring;
     });
   }
   counts all;
@@ -164,7 +166,8 @@ task<void> cmd_info(context& c) {
               line(ex + "_messages_sent_by_ring", st.messages_sent_by_ring) +
               line(ex + "_messages_received", st.messages_received) +
               line(ex + "_operations_in_flight", per[i].executor.in_flight) +
-              line(ex + "_ring_flags", per[i].ring_flags);
+              line(ex + "_ring_flags", per[i].ring_flags) +
+              line(ex + "_messaging", per[i].msg_ring ? "msg_ring" : "mailbox");
       // How well the loop batches: SQEs per submit and CQEs per reap (uring/executor_histograms.hpp).
       const uring::executor_histograms& h = per[i].executor.histograms;
       for (const auto& [name, hist] : {std::pair{"_sqes_per_submit", &h.sqes_per_submit},

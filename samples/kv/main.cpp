@@ -319,11 +319,16 @@ int main(int argc, char** argv) {
     opts.backend = c.backend;
     opts.histograms = true;  // INFO uring reports the batching percentiles
     // One shard: SINGLE_ISSUER|DEFER_TASKRUN, so that the task work of its sockets' receives runs in a batch
-    // when the loop waits, not as each arrives (5-8% less CPU per request without pipelining:
-    // bench/README.md). Several shards keep the default flags: their hand-offs are MSG_RING messages, which
-    // cost more between such rings.
-    if (c.threads == 1)
+    // when the loop waits, not as each arrives (5-8% less CPU per request without pipelining). Several
+    // shards hand commands to each other all the time: they keep the default flags (messages cost more
+    // between such rings) and send by mailbox, a queue in memory with an eventfd only to wake a sleeping
+    // shard, which costs less per hop than a MSG_RING each (2-16% less CPU per request). Both measured in
+    // bench/README.md, "uring-kv, build against build".
+    if (c.threads == 1) {
       opts.flags = opts.flags | uring::ring_flags::single_issuer | uring::ring_flags::defer_taskrun;
+    } else {
+      opts.disable = opts.disable | uring::feature::msg_ring;
+    }
     // A group, not independent executors: a forwarded command's coroutine visits other executors, and a
     // group stops them together (no frame freed while another ring still holds one of its operations).
     uring::executor_group group(static_cast<std::size_t>(c.threads), opts);
