@@ -85,9 +85,10 @@ task<void> cmd_info(context& c) {
       n.clients = r.by_id.size();
       n.received = r.connections_received;
       n.processed = r.commands_processed;
-      n.executor = uring::metrics::sample_of(*uring::executor::current());
-      n.ring_flags = uring::to_string(uring::executor::current()->active_flags());
-      n.msg_ring = uring::executor::current()->plan().msg_ring;
+      const uring::executor& ex = *uring::executor::current();
+      n.executor = uring::metrics::sample_of(ex);
+      n.ring_flags = uring::to_string(ex.active_flags());
+      n.msg_ring = ex.plan().msg_ring;
     });
   }
   counts all;

@@ -56,10 +56,10 @@ bool reply::may_wait(std::size_t n) {
 uring::task<void> reply::flush() {
   const std::size_t n = pending();
   const bool waits = wait_hook_ != nullptr && may_wait(n);
+  if (wait_hook_ != nullptr) *unacknowledged_ += n;
   if (!waits && refs_.empty() && text_.size() <= write_piece) {
     // Most flushes: one copied piece the socket takes at once. The write is the task, with no frame of
     // this function's; the text moves aside (keeping both buffers) so that it outlives the return.
-    if (wait_hook_ != nullptr) *unacknowledged_ += n;
     sending_.swap(text_);
     text_.clear();
     return uring::with_timeout(stream_->write_all(std::span(sending_.data(), sending_.size())),
@@ -70,7 +70,6 @@ uring::task<void> reply::flush() {
 
 uring::task<void> reply::flush_all(bool waits) {
   if (waits) co_await wait_hook_(wait_ctx_);
-  if (wait_hook_ != nullptr) *unacknowledged_ += pending();
   std::string_view text = text_;
   std::size_t from = 0;
   for (const ref& r : refs_) {
