@@ -70,6 +70,8 @@ struct executor_stats {
   std::uint64_t raw_messages_sent = 0;      ///< uring::send messages sent (either road)
   std::uint64_t raw_messages_received = 0;  ///< uring::send messages that reached this inbox
   std::uint64_t messages_failed = 0;        ///< raw messages the kernel refused after their send completed
+  /// emulated backend: epoll_ctl calls, arming or disarming the fds operations wait on (none natively)
+  std::uint64_t interest_changes = 0;
   /// Operations started, by kind; reads include the executor's own wake-up reads (one per sleep).
   std::array<std::uint64_t, detail::kOpCodeCount> ops{};
 

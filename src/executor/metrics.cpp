@@ -36,6 +36,8 @@ constexpr counter kCounters[] = {
     {"raw_messages_received", "raw messages received", &executor_stats::raw_messages_received},
     {"messages_failed", "raw messages the kernel refused after their send completed",
      &executor_stats::messages_failed},
+    {"interest_changes", "emulated backend: epoll_ctl calls arming or disarming waited-on fds",
+     &executor_stats::interest_changes},
 };
 
 void family_head(std::string& out, const std::string& name, const char* help, const char* type) {

@@ -72,6 +72,8 @@ class emulated_direct_table {
     }
     return 0;
   }
+  // Whether `fd` is the file of an emptied slot that operations still wait on.
+  [[nodiscard]] bool closing(int fd) const { return !closing_.empty() && closing_.count(fd) != 0; }
   // Nobody waits on `fd` any more: if it is the file of an emptied slot, it goes now.
   void released(int fd) {
     if (closing_.erase(fd) != 0) ::close(fd);

@@ -21,6 +21,10 @@
 namespace uring::detail {
 
 namespace {
+bool opens_fd(op_code c) noexcept {
+  return c == op_code::accept || c == op_code::accept_multishot || c == op_code::socket ||
+         c == op_code::openat;
+}
 bool uses_fixed_buffer(op_code c) noexcept {
   return c == op_code::read_fixed || c == op_code::write_fixed || c == op_code::send_fixed ||
          c == op_code::send_zc_fixed;
@@ -58,9 +62,10 @@ void emulated_backend::submit(operation* first, bool wait) {
     }
     op = next;
   }
-  // Waiting operations complete "in the background" natively; here they progress whenever the loop
-  // turns: a quick look if there is other work, a wait until the next deadline if there is none.
-  if (!waiting_.empty()) wait_for_events(wait && done_.empty());
+  // Waiting operations complete "in the background" natively; here they progress as the loop turns: a
+  // wait until the next deadline when there is nothing else to do, a quick look when the turn completed
+  // nothing (its waits are the likeliest to be ready), and on every 32nd turn whatever it did.
+  if (!waiting_.empty() && (done_.empty() || ++peeks_ % 32 == 0)) wait_for_events(wait && done_.empty());
   eventfd_.signal_turn();
   if (timer_fd_ >= 0) arm_foreign_timer();
 }
@@ -120,6 +125,7 @@ void emulated_backend::post(operation& op, int res, std::uint32_t flags, bool in
   const op_code code = op.request.code;
   if ((code == op_code::accept_direct || code == op_code::socket_direct) && res >= 0)
     res = direct_.adopt(res);
+  if (res >= 0 && opens_fd(code)) forget_number(res);
   if (code == op_code::waitid) emulated_waitid_done(op.request);  // the pidfd it opened, if any
   done_.push_back(completion{reinterpret_cast<std::uint64_t>(&op), res, flags});
   eventfd_.note_post(in_worker);
@@ -135,6 +141,7 @@ void emulated_backend::start(operation& op) {
     op.request.fd = fd;
     op.request.direct = false;
   }
+  if (r.code == op_code::close) forget_number(r.fd);
   if (r.code == op_code::waitid) [[unlikely]] {
     // A process is no fd: a wait that would block is made to name a pidfd (ops/process_ops.cpp).
     if (const int rc = emulated_waitid_target(op.request); rc != kWaitOnPidfd) return post(op, rc);
@@ -181,12 +188,11 @@ void emulated_backend::start_own(operation& op) {
       post(op, retry_eintr([&] { return ::fcntl(r.fd, F_DUPFD_CLOEXEC, 0); }));
       return;
     case op_code::poll: {
+      // Parked without a look first: arming epoll checks readiness itself, and the wait at the end of
+      // this submission reports a ready fd. An fd epoll cannot watch (a regular file) is asked directly.
+      if (park_on_fd(op, fds_[r.fd].pollers)) return;
       pollfd p{r.fd, static_cast<short>(r.op_flags), 0};
-      if (::poll(&p, 1, 0) > 0) {
-        post(op, (p.revents & POLLNVAL) ? -EBADF : p.revents);
-      } else if (!park_on_fd(op, fds_[r.fd].pollers)) {
-        post(op, -EBADF);
-      }
+      post(op, ::poll(&p, 1, 0) < 0 || (p.revents & POLLNVAL) ? -EBADF : p.revents);
       return;
     }
     case op_code::futex_wait:

@@ -87,7 +87,9 @@ class emulated_backend final : public backend {
     waiter_list readers;  // FIFO, as the kernel serves waiters of one file
     waiter_list writers;
     waiter_list pollers;
-    std::uint32_t events = 0;  // what epoll watches for this fd now
+    std::uint32_t events = 0;  // what epoll watches for this fd now (0: nothing, or a one-shot that fired)
+    bool in_epoll = false;     // registered, perhaps disarmed: re-armed by MOD, not ADD
+    bool level = false;        // level-triggered (a multishot accept waits on); else one-shot
     [[nodiscard]] bool idle() const noexcept { return readers.empty() && writers.empty() && pollers.empty(); }
   };
   // A deadline: a timeout operation's expiry, or a linked timeout that cancels its operation.
@@ -144,10 +146,14 @@ class emulated_backend final : public backend {
   bool park_on_fd(operation& op, waiter_list& list);
   // Forgets that `op` waits (it is about to complete).
   void unpark(operation& op);
-  // Makes epoll watch exactly what an fd's waiters need, and forgets fds nobody waits on.
+  // Makes epoll watch what an fd's waiters need. An fd nobody waits on stays registered, disarmed, so
+  // that its next wait re-arms it with one epoll_ctl; it is forgotten once it closes.
   void settle(std::unordered_map<int, fd_state>::iterator it);
-  // Nobody waits on the fd any more; if it is the file of a closed direct slot, it goes now.
+  // The fd's entry goes; if it is the file of a closed direct slot, the file goes now.
   void forget(std::unordered_map<int, fd_state>::iterator it);
+  // The fd number is closed, or newly opened, by an operation here: what was known of it (an entry
+  // nobody waits on, registered for an earlier file) goes.
+  void forget_number(int fd);
   // Empties a direct slot. Operations waiting on its file keep it, as in the kernel: it is closed once the
   // last of them is done (forget).
   int close_direct(int index);
@@ -178,6 +184,7 @@ class emulated_backend final : public backend {
   int notify_fd_ = -1;
   int timer_fd_ = -1;
   unsigned polls_ = 0;                        // poll_completions calls, to look for events on every 32nd
+  unsigned peeks_ = 0;                        // turns that completed something, to look on every 32nd
   std::int64_t armed_deadline_ = 0;           // what timer_fd_ is set to (0: disarmed)
   std::unique_ptr<futex_inbox> futex_inbox_;  // made with the first futex wait; its fd sits in our epoll set
 };

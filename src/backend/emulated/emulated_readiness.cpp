@@ -52,7 +52,7 @@ bool emulated_backend::park_on_fd(operation& op, waiter_list& list) {
   fd_state& st = fds_[fd];
   if (!update_interest(fd, st)) {
     list.remove(op);
-    if (st.idle()) forget(fds_.find(fd));
+    if (st.idle() && !st.in_epoll) forget(fds_.find(fd));
     return false;
   }
   park(op);
@@ -71,8 +71,9 @@ void emulated_backend::unpark(operation& op) {
 }
 
 void emulated_backend::settle(std::unordered_map<int, fd_state>::iterator it) {
-  update_interest(it->first, it->second);
-  if (it->second.idle()) forget(it);
+  fd_state& st = it->second;
+  update_interest(it->first, st);
+  if (st.idle() && (!st.in_epoll || direct_.closing(it->first))) forget(it);
 }
 
 void emulated_backend::forget(std::unordered_map<int, fd_state>::iterator it) {
@@ -81,22 +82,46 @@ void emulated_backend::forget(std::unordered_map<int, fd_state>::iterator it) {
   direct_.released(fd);
 }
 
-int emulated_backend::close_direct(int index) {
-  return direct_.empty(index, [this](int fd) { return fds_.count(fd) != 0; });
+void emulated_backend::forget_number(int fd) {
+  auto it = fds_.find(fd);
+  if (it != fds_.end() && it->second.idle()) fds_.erase(it);
 }
 
+int emulated_backend::close_direct(int index) {
+  return direct_.empty(index, [this](int fd) {
+    auto it = fds_.find(fd);
+    if (it == fds_.end()) return false;
+    if (!it->second.idle()) return true;
+    fds_.erase(it);  // its file closes now, and epoll forgets it with it
+    return false;
+  });
+}
+
+// One-shot interest: an event disarms the fd, and the next wait re-arms it by one EPOLL_CTL_MOD, where
+// level-triggered interest would take an ADD and a DEL around every wait. A multishot accept stays armed,
+// level-triggered, between its batches.
 bool emulated_backend::update_interest(int fd, fd_state& st) {
   std::uint32_t want = (st.readers.empty() ? 0u : std::uint32_t{EPOLLIN}) |
                        (st.writers.empty() ? 0u : std::uint32_t{EPOLLOUT});
   st.pollers.for_each([&](const operation& p) { want |= p.request.op_flags; });
-  if (want == st.events) return true;
+  const bool level =
+      !st.readers.empty() && op_info(st.readers.front()->request.code).emulated_as == emulation::multishot;
+  if (want == st.events && (want == 0 || level == st.level)) return true;
+  if (want == 0) {
+    // Armed with nobody waiting (a waiter withdrawn): disarmed, so that a number reused by another file
+    // never looks armed.
+    ++stats_.interest_changes;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    st.events = 0;
+    st.in_epoll = false;
+    return true;
+  }
+  ++stats_.interest_changes;
   epoll_event ev{};
-  ev.events = want;
+  ev.events = want | (level ? 0u : std::uint32_t{EPOLLONESHOT});
   ev.data.fd = fd;
   int rc;
-  if (want == 0) {
-    rc = ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-  } else if (st.events == 0) {
+  if (!st.in_epoll) {
     rc = ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
     if (rc != 0 && errno == EEXIST) rc = ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
   } else {
@@ -104,8 +129,14 @@ bool emulated_backend::update_interest(int fd, fd_state& st) {
     // The fd was closed and its number reused since we registered it: register afresh.
     if (rc != 0 && errno == ENOENT) rc = ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
   }
-  if (rc != 0 && want != 0) return false;
+  if (rc != 0) {
+    st.events = 0;
+    st.in_epoll = false;
+    return false;
+  }
   st.events = want;
+  st.level = level;
+  st.in_epoll = true;
   return true;
 }
 
@@ -142,6 +173,7 @@ void emulated_backend::wait_for_events(bool block) {
     auto it = fds_.find(events[i].data.fd);
     if (it == fds_.end()) continue;
     const std::uint32_t ready = events[i].events;
+    if (!it->second.level) it->second.events = 0;  // a one-shot disarms as it fires
     bool broken = ready & (EPOLLERR | EPOLLHUP);
     if (ready & EPOLLIN || broken) retry(it->second.readers);
     if (ready & EPOLLOUT || broken) retry(it->second.writers);
