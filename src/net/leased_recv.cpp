@@ -31,6 +31,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -91,8 +92,8 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   bool hungry = false;      // waiting in the pool for a buffer to come back
   bool cancelling = false;  // we asked for the request in flight to be cancelled
   bool capped = false;      // holds its limit of buffers: receives again when one of them comes back
-  // No ring: the buffers the receive in flight fills, in order, and (bundled) the recvmsg over them. Made
-  // at the first receive without a ring, so that a stream on a ring does not carry them.
+  // No ring: the buffers a bundled receive in flight fills, in order, and the recvmsg over them. Made for
+  // a bundle and dropped when the stream next waits for readability, so an idle stream carries none.
   struct fill_state {
     std::vector<std::uint16_t> ids;
     std::vector<iovec> iovs;
@@ -104,8 +105,9 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   // one polls first (kPollFirst). A server re-arms right after each request arrives, before the client
   // can have sent the next: there a first try would only fail.
   bool drained = false;
-  bool readable = false;  // no ring: the last poll said so, and nothing was received since
-  bool eager = false;     // no ring: the last chunk filled its buffer (receive before polling)
+  bool readable = false;     // no ring: the last poll said so, and nothing was received since
+  bool eager = false;        // no ring: the last chunk filled its buffer (receive before polling)
+  std::uint16_t one_id = 0;  // no ring: the buffer a receive of one buffer fills (a bundle's are in `fill`)
   std::coroutine_handle<> waiter;
   std::uint64_t waits = 0;       // receives that have waited so far: the current one's number
   int stop_reason = 0;           // the waiting receive was interrupted: ECANCELED or ETIMEDOUT
@@ -182,6 +184,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     // No ring: a buffer is taken only when data is likely there (the socket polled readable, or the last
     // chunk filled its buffer, so more is probably waiting), so an idle stream holds none.
     if (!readable && !eager) {
+      fill.reset();
       submit({.code = op_code::poll, .fd = fd, .op_flags = POLLIN});
     } else if (!pool->has_free()) {
       hungry = true;
@@ -190,24 +193,29 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
       capped = true;
     } else {
       readable = false;
-      if (!fill) fill = std::make_unique<fill_state>();
-      const std::uint32_t n = pool->bundle && !reading ? std::min(room(), pool->available()) : 1;
-      if (pool->incremental) {
-        fill->ids.push_back(pool->reserve());  // its chunk counts once carved
-      } else {
-        for (std::uint32_t i = 0; i < n; ++i) {
-          fill->ids.push_back(pool->take());
-          pool->own(fill->ids.back(), *this);
-        }
-      }
+      // A bundle only after a chunk that filled its buffer: a short message needs one buffer, and taking
+      // the stream's share to give all but one back costs more than the one recv.
+      const std::uint32_t n =
+          pool->bundle && !reading && eager && !pool->incremental ? std::min(room(), pool->available()) : 1;
       if (n == 1) {
+        if (pool->incremental) {
+          one_id = pool->reserve();  // its chunk counts once carved
+        } else {
+          one_id = pool->take();
+          pool->own(one_id, *this);
+        }
         submit({.code = reading ? op_code::read : op_code::recv,
                 .fd = fd,
-                .len = pool->space(fill->ids[0]),
+                .len = pool->space(one_id),
                 .op_flags = reading ? 0u : std::uint32_t{MSG_DONTWAIT},
                 .offset = reading ? kCurrentPosition : 0,
-                .addr = pool->fill_point(fill->ids[0])});
+                .addr = pool->fill_point(one_id)});
         return;
+      }
+      if (!fill) fill = std::make_unique<fill_state>();
+      for (std::uint32_t i = 0; i < n; ++i) {
+        fill->ids.push_back(pool->take());
+        pool->own(fill->ids.back(), *this);
       }
       fill->iovs.clear();
       for (std::uint16_t id : fill->ids) fill->iovs.push_back({pool->buffer(id), pool->size});
@@ -390,25 +398,28 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     if (done()) wake();
   }
 
-  // No ring: the recv into `fill->ids` completed. The bytes fill those buffers in order; the rest go back.
+  // No ring: the recv into `one_id`, or a bundle's into `fill->ids`, completed. The bytes fill those
+  // buffers in order; the rest go back.
   void on_recv() noexcept {
     const std::uint32_t bytes = res > 0 && !abandoned ? static_cast<std::uint32_t>(res) : 0;
     std::uint32_t room_for = 0;  // the bytes the receive could take
     if (pool->incremental) {
-      room_for = pool->space(fill->ids[0]);
-      if (bytes > 0) push_piece(fill->ids[0], bytes);
-      pool->unreserve(fill->ids[0]);
+      room_for = pool->space(one_id);
+      if (bytes > 0) push_piece(one_id, bytes);
+      pool->unreserve(one_id);
     } else {
-      room_for = static_cast<std::uint32_t>(fill->ids.size()) * pool->size;
+      const bool bundled = fill && !fill->ids.empty();
+      const std::span<const std::uint16_t> ids = bundled ? std::span(fill->ids) : std::span(&one_id, 1);
+      room_for = static_cast<std::uint32_t>(ids.size()) * pool->size;
       std::uint32_t used = 0;
-      for (; used < fill->ids.size() && used * pool->size < bytes; ++used) {
+      for (; used < ids.size() && used * pool->size < bytes; ++used) {
         ++pool->filled;
-        ready.push_back({fill->ids[used], std::min(bytes - used * pool->size, pool->size),
-                         pool->buffer(fill->ids[used])});
+        ready.push_back(
+            {ids[used], std::min(bytes - used * pool->size, pool->size), pool->buffer(ids[used])});
       }
-      for (std::size_t i = used; i < fill->ids.size(); ++i) pool->drop_chunk(fill->ids[i]);
+      for (std::size_t i = used; i < ids.size(); ++i) pool->drop_chunk(ids[i]);
+      if (bundled) fill->ids.clear();
     }
-    fill->ids.clear();
     if (bytes > 0) {
       ++pool->receives;
       eager = bytes == room_for;  // every byte of room filled: more is probably waiting
