@@ -56,13 +56,15 @@ def main():
     p.add_argument("--connections", type=int, default=2000)
     p.add_argument("--samples", default="build/release/samples")
     p.add_argument("--shim", default="build/live_allocs.so")
+    p.add_argument("--recv", choices=["leased", "copy"], help="the server's --recv (default: its own)")
     a = p.parse_args()
     n = a.connections
     if idle_servers.raise_nofile() < n + 64:
         sys.exit(f"idle_census.py: RLIMIT_NOFILE's hard limit is below {n + 64}")
     out = os.path.join(tempfile.mkdtemp(), "live_allocs.txt")
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.shim), LIVE_ALLOCS_OUT=out)
-    proc, port = idle_servers.start(f"{a.samples}/uring-{a.server}", a.server, a.backend, n, env)
+    proc, port = idle_servers.start(f"{a.samples}/uring-{a.server}", a.server, a.backend, n, env,
+                                    ["--recv", a.recv] if a.recv else [])
     try:
         socks = [socket.create_connection(("127.0.0.1", port))]
         idle_servers.exchange(socks[0], a.server)

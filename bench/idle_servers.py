@@ -10,7 +10,7 @@ bytes per connection from the start (fixed costs included: pools, first-touched 
 bytes per connection over the last 90% of them (the RSS read again after the first 10%).
 
   bench/idle_servers.py [--connections 10000] [--samples build/release/samples]
-                        [--servers echo,http,kv] [--backends native,emulated]
+                        [--servers echo,http,kv] [--backends native,emulated] [--recv leased|copy]
 """
 import argparse
 import resource
@@ -76,8 +76,8 @@ def start(binary, server, backend, n, env=None, extra=(), cpu=None):
     return proc, int(first.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
 
 
-def run(binary, server, backend, n):
-    proc, port = start(binary, server, backend, n)
+def run(binary, server, backend, n, extra=()):
+    proc, port = start(binary, server, backend, n, extra=extra)
     try:
         before = rss_kib(proc.pid)
         socks = []
@@ -109,12 +109,14 @@ def main():
     p.add_argument("--samples", default="build/release/samples")
     p.add_argument("--servers", default="echo,http,kv")
     p.add_argument("--backends", default="native,emulated")
+    p.add_argument("--recv", choices=["leased", "copy"], help="each server's --recv (default: its own)")
     a = p.parse_args()
     if raise_nofile() < a.connections + 64:
         sys.exit(f"idle_servers.py: RLIMIT_NOFILE's hard limit is below {a.connections + 64}")
     for server in a.servers.split(","):
         for backend in a.backends.split(","):
-            run(f"{a.samples}/uring-{server}", server, backend, a.connections)
+            run(f"{a.samples}/uring-{server}", server, backend, a.connections,
+                ["--recv", a.recv] if a.recv else [])
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@
 // so the bytes already received are echoed and the connection closes with a FIN; connections still open
 // after --drain-timeout seconds (default 5) are closed, and the program exits 0. A failed accept (out of
 // fds) is retried after 10 ms, doubling to 1 s, and logged at most once a second. --backend native where
-// io_uring is unusable exits 1 at start with the reason. --recv leased (the default where the kernel
-// has provided-buffer rings) receives into 16 KiB buffers leased from a pool of 512 per executor, so an
+// io_uring is unusable exits 1 at start with the reason. --recv leased (the default) receives into
+// 16 KiB buffers leased from a pool of 512 per executor, so an
 // idle connection holds no receive buffer, and one connection at most 16 of them (a client that sends
 // without reading its echoes cannot take the pool from the others); --recv copy reads into a buffer of
 // each connection's own, 2 KiB until a read fills it, 16 KiB from then on.
@@ -60,7 +60,7 @@ struct config {
       "                   hands each connection to the threads in turn\n"
       "  --recv           leased: 16 KiB chunks leased from a pool of 512 per executor, idle connections "
       "hold\n"
-      "                   none, a connection at most 16 (default where the kernel has buffer rings);\n"
+      "                   none, a connection at most 16 (default);\n"
       "                   copy: a buffer per connection\n"
       "SIGUSR1: print each executor's operations in flight (kind, fd, age) on stderr.\n"
       "SIGTERM/SIGINT: stop accepting; each connection's input ends, the bytes already received are echoed,\n"

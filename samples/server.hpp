@@ -55,9 +55,9 @@ struct server_flags {
   bool accept_one = false;
   // How connections receive: `leased` chunks from one buffer_pool per executor (uring/net/buffer_pool.hpp:
   // an idle connection holds no receive buffer, natively one multishot recv per connection over a
-  // provided-buffer ring), or `copy` into a buffer of the connection's own. Default (automatic): leased
-  // where the executor has buffer rings, copy elsewhere (there the pool would cost a poll per receive).
-  enum class recv_kind { automatic, leased, copy } recv = recv_kind::automatic;
+  // provided-buffer ring; without one a poll, then a recv into a pool buffer), or `copy` into a buffer of
+  // the connection's own.
+  enum class recv_kind { leased, copy } recv = recv_kind::leased;
   uring::net::buffer_pool::options pool{};  // the pool's buffers: each sample picks its own
   // How long a drain waits for connections to finish before it ends the rest (worker::abort).
   std::chrono::milliseconds drain_timeout{5000};
@@ -336,10 +336,7 @@ void run_worker(const char* program, worker_listeners listeners, worker* w, cons
     uring::executor ex(opts);
     // Destroyed before the executor, after every connection has finished (the accept loop waits for them).
     std::optional<uring::net::buffer_pool> pool;
-    if (f->recv != server_flags::recv_kind::copy) {
-      pool.emplace(ex, f->pool);
-      if (f->recv == server_flags::recv_kind::automatic && !pool->uses_ring()) pool.reset();
-    }
+    if (f->recv == server_flags::recv_kind::leased) pool.emplace(ex, f->pool);
     w->pool = pool ? &*pool : nullptr;
     w->handle = ex.handle();
     {

@@ -26,9 +26,11 @@ constexpr std::size_t read_room = 16 * 1024;  // a read into the parser (copy, T
 constexpr std::size_t first_room = 2 * 1024;
 constexpr int pause_chunks = 16;  // at most this many chunks are taken in when receiving pauses
 
+std::atomic<int> open_connections{0};  // over all threads, the slots taken (connection_slot)
+
 // One connection's link and what waits to go in and out of it.
 struct connection {
-  link l;
+  const link& l;
   worker& w;
   uring::net::buffer_pool* pool;  // leased receives (plain links on a worker with a pool), else null
   std::string out;                // answers gathered, at most about out_limit + small_file bytes
@@ -220,7 +222,15 @@ task<void> answer_and_close(const link& l, std::string_view answer, uring::net::
   }
 }
 
-task<void> serve_http(link l, worker& w, const http_config& c) {
+connection_slot::connection_slot(int limit) noexcept
+    : taken_(open_connections.fetch_add(1, std::memory_order_relaxed) < limit) {}
+
+connection_slot::~connection_slot() {
+  if (counted_) open_connections.fetch_sub(1, std::memory_order_relaxed);
+}
+
+task<void> serve_http(link l, connection_slot /*held for the connection's life*/, worker& w,
+                      const http_config& c) {
   connection conn{.l = l, .w = w, .pool = l.secure() ? nullptr : w.pool, .out = {}, .stash = {}};
   std::string& out = conn.out;
   try {

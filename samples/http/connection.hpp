@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <uring/task.hpp>
 
@@ -29,10 +30,27 @@ struct http_config {
   std::string metrics_path;          // --metrics-path; empty: none
 };
 
+// A connection's place under --max-connections (http_config::max_connections), counted over all threads:
+// taken when made if one is left, given back when it goes.
+class connection_slot {
+ public:
+  explicit connection_slot(int limit) noexcept;
+  connection_slot(connection_slot&& o) noexcept
+      : counted_(std::exchange(o.counted_, false)), taken_(std::exchange(o.taken_, false)) {}
+  connection_slot& operator=(connection_slot&&) = delete;
+  ~connection_slot();
+  explicit operator bool() const noexcept { return taken_; }
+
+ private:
+  bool counted_ = true;
+  bool taken_;
+};
+
 // Serves a connection's requests in order until it closes, fails, breaks a rule or times out; failures of
 // the connection end it quietly. A plain link reads leased chunks from the worker's pool when it has one;
-// a TLS link reads into the parser.
-uring::task<void> serve_http(link l, worker& w, const http_config& c);
+// a TLS link reads into the parser. The link and the slot are held here for the connection's life: a
+// plain connection needs no coroutine frame but this one.
+uring::task<void> serve_http(link l, connection_slot slot, worker& w, const http_config& c);
 
 // Sends `answer` and closes gently: a close with unread request bytes makes the kernel reset the
 // connection, which can destroy the answer before the client reads it. So: send, end our side, and read

@@ -25,7 +25,7 @@ constexpr std::size_t tls_piece = 64 * 1024;    // with TLS, the buffer a file i
 #ifdef URING_WITH_TLS
 link::link(uring::tls::tls_stream& t) noexcept : socket_(&t.next_layer()), tls_(&t) {}
 #else
-link::link(uring::tls::tls_stream&) noexcept : socket_(nullptr) {}
+link::link(uring::tls::tls_stream&) noexcept {}
 #endif
 
 namespace {
@@ -54,7 +54,7 @@ uring::task<std::int32_t> link::read_some(std::span<char> buf) const {
 #ifdef URING_WITH_TLS
   if (tls_ != nullptr) return read_tls(*tls_, buf);
 #endif
-  return read_plain(*socket_, buf);
+  return read_plain(socket(), buf);
 }
 
 // The stream's own write, returned rather than awaited here: a frame less per answer.
@@ -62,17 +62,17 @@ uring::task<void> link::write_all(std::string_view bytes) const {
 #ifdef URING_WITH_TLS
   if (tls_ != nullptr) return tls_->write_all(std::span(bytes.data(), bytes.size()));
 #endif
-  return socket_->write_all(std::span(bytes.data(), bytes.size()));
+  return socket().write_all(std::span(bytes.data(), bytes.size()));
 }
 
 uring::task<bool> link::send_file(int fd, std::uint64_t size, std::chrono::milliseconds timeout,
                                   std::stop_token abort) const {
   if (tls_ == nullptr) {
     // A piece in flight inside the kernel ends at once when the socket is shut down.
-    std::stop_callback on_abort(abort, [s = socket_->fd()] { ::shutdown(s, SHUT_RDWR); });
+    std::stop_callback on_abort(abort, [s = socket().fd()] { ::shutdown(s, SHUT_RDWR); });
     for (std::uint64_t done = 0; done < size;) {
       const std::size_t want = size - done < file_piece ? static_cast<std::size_t>(size - done) : file_piece;
-      const std::size_t sent = co_await uring::with_timeout(socket_->send_file(fd, done, want), timeout);
+      const std::size_t sent = co_await uring::with_timeout(socket().send_file(fd, done, want), timeout);
       if (sent < want) co_return false;
       done += sent;
     }
@@ -96,7 +96,7 @@ uring::task<void> link::close_write() const {
     co_return;
   }
 #endif
-  co_await socket_->shutdown().nothrow();
+  co_await socket().shutdown().nothrow();
 }
 
 }  // namespace sample

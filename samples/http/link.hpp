@@ -10,6 +10,7 @@
 #include <span>
 #include <stop_token>
 #include <string_view>
+#include <utility>
 
 #include <uring/net/tcp_stream.hpp>
 #include <uring/task.hpp>
@@ -22,10 +23,14 @@ namespace sample {
 
 class link {
  public:
-  explicit link(uring::net::tcp_stream& s) noexcept : socket_(&s) {}
+  // Plain TCP: the link owns the stream, so that a connection's coroutine frame is the only one holding it.
+  explicit link(uring::net::tcp_stream s) noexcept : owned_(std::move(s)) {}
+  // TLS over `t`, which outlives the link.
   explicit link(uring::tls::tls_stream& t) noexcept;
 
-  [[nodiscard]] uring::net::tcp_stream& socket() const noexcept { return *socket_; }
+  [[nodiscard]] uring::net::tcp_stream& socket() const noexcept {
+    return socket_ != nullptr ? *socket_ : owned_;
+  }
   [[nodiscard]] bool secure() const noexcept { return tls_ != nullptr; }
 
   // Up to buf.size() bytes: the count, 0 at end of stream (with TLS: the peer's close_notify), or -errno
@@ -43,7 +48,8 @@ class link {
   [[nodiscard]] uring::task<void> close_write() const;
 
  private:
-  uring::net::tcp_stream* socket_;
+  mutable uring::net::tcp_stream owned_;      // plain; a const link still reads and writes its stream
+  uring::net::tcp_stream* socket_ = nullptr;  // TLS: the stream under it
   uring::tls::tls_stream* tls_ = nullptr;
 };
 

@@ -31,14 +31,13 @@
 // files through a 64 KiB buffer.
 // Each of the --threads executors has its own SO_REUSEPORT listeners on the same ports, as in uring-echo;
 // `--port 0` binds a free port and the first line on stdout says which. SIGTERM or SIGINT (a signalfd)
-// drains: stop accepting, answer the requests already received, close, exit 0. --recv leased (the default
-// where the kernel has provided-buffer rings) receives into 4 KiB buffers leased from a pool of 1024 per
+// drains: stop accepting, answer the requests already received, close, exit 0. --recv leased (the
+// default) receives into 4 KiB buffers leased from a pool of 1024 per
 // executor and feeds them to the parser, so an idle keep-alive connection holds no receive buffer (its
 // parser keeps only what a request left); the header timeout is the leased receive's own timeout.
 // --recv copy reads into the parser's buffer: 2 KiB of room, 16 KiB after a read that filled its room.
 #include <sys/stat.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -90,8 +89,7 @@ struct config : sample::http_config {
       "  --header-timeout   a request must arrive whole within this many seconds (default 10): 408; an idle\n"
       "                     keep-alive connection is closed after it\n"
       "  --recv             leased: chunks leased from a buffer pool per executor, idle connections hold\n"
-      "                     no buffer (default where the kernel has buffer rings); copy: read per "
-      "connection\n"
+      "                     no buffer (default); copy: read per connection\n"
       "  --write-timeout    each write, and each 256 KiB piece of a file, must be taken by the client "
       "within\n"
       "                     this many seconds, else the connection is dropped (default 30)\n"
@@ -197,44 +195,30 @@ config parse(int argc, char** argv) {
   return c;
 }
 
-// Connections open over all threads: the --max-connections cap, taken for a connection's life.
-std::atomic<int> open_connections{0};
-
-class connection_slot {
- public:
-  connection_slot() noexcept : taken_(open_connections.fetch_add(1, std::memory_order_relaxed) < limit) {}
-  ~connection_slot() { open_connections.fetch_sub(1, std::memory_order_relaxed); }
-  connection_slot(const connection_slot&) = delete;
-  connection_slot& operator=(const connection_slot&) = delete;
-  explicit operator bool() const noexcept { return taken_; }
-  static inline int limit = 0;  // --max-connections, set before the server starts
-
- private:
-  bool taken_;
-};
-
-// A plain HTTP connection: over the cap it is answered 503.
-task<void> serve_plain(tcp_stream s, sample::worker* w, const config* c) {
-  connection_slot slot;
-  if (slot) {
-    co_await sample::serve_http(sample::link(s), *w, *c);
-    co_return;
-  }
+// The answer over --max-connections: 503, then a gentle close.
+task<void> refuse(tcp_stream s, uring::net::buffer_pool* pool) {
   std::string out;
   uring::http::append_response(out, 503, {}, "too many connections\n", false);
-  co_await sample::answer_and_close(sample::link(s), out, w->pool).nothrow();
+  co_await sample::answer_and_close(sample::link(std::move(s)), out, pool).nothrow();
+}
+
+// A plain HTTP connection: served in serve_http's frame alone, which holds its stream and slot.
+task<void> serve_plain(tcp_stream s, sample::worker* w, const config* c) {
+  sample::connection_slot slot(c->max_connections);
+  if (!slot) return refuse(std::move(s), w->pool);
+  return sample::serve_http(sample::link(std::move(s)), std::move(slot), *w, *c);
 }
 
 #ifdef URING_WITH_TLS
 // An HTTPS connection: its handshake within --handshake-timeout, then the same requests as plain HTTP.
 // Over the cap it is closed before the handshake (no TLS, no way to say 503).
 task<void> serve_tls(tcp_stream s, sample::worker* w, const config* c) {
-  connection_slot slot;
+  sample::connection_slot slot(c->max_connections);
   if (!slot) co_return;
   try {
     uring::tls::tls_stream t = uring::tls::tls_stream::server(*c->tls, std::move(s));
     co_await sample::bounded(t.handshake(), c->handshake_timeout, w->abort.get_token());
-    co_await sample::serve_http(sample::link(t), *w, *c);
+    co_await sample::serve_http(sample::link(t), std::move(slot), *w, *c);
   } catch (const std::system_error&) {
     // A failed or timed-out handshake: nothing to tell the client.
   }
@@ -265,7 +249,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   c.files = &*files;
-  connection_slot::limit = c.max_connections;
 #ifdef URING_WITH_TLS
   if (!c.tls_cert.empty()) {
     try {
