@@ -94,6 +94,33 @@ TEST_P(Readiness, AReusedFdNumberIsWatchedAfresh) {
   }
 }
 
+// Short-lived sockets whose numbers are reused at once, closed behind the executor's back or by its own
+// close, some after a wait that timed out: every wait on every one of them is woken by its byte.
+TEST_P(Readiness, ShortLivedSocketsReusingNumbersAreEachWatched) {
+  const int rounds = static_cast<int>(uring::test::scaled(300));
+  uring::executor ex(options());
+  const int woken = ex.run([](int rounds) -> task<int> {
+    int woken = 0;
+    for (int i = 0; i < rounds; ++i) {
+      socket_pair p;
+      const int fd = p.ours.get();
+      if (i % 3 == 1) {
+        char c = 0;
+        uring::io_result r = co_await uring::with_timeout(uring::read(fd, {&c, 1}).nothrow(), 1ms);
+        EXPECT_TRUE(r.res == -ETIMEDOUT || r.res == -ECANCELED) << "round " << i << ": " << r.res;
+      }
+      if (co_await read_after_it_waits(fd, p.peer.get()) == 1u) ++woken;
+      // Closed by the executor's own close, or else by the pair going out of scope, behind its back.
+      if (i % 3 == 2) co_await uring::close(p.ours.release());
+    }
+    co_return woken;
+  }(rounds));
+  EXPECT_EQ(woken, rounds);
+  if (emulated()) {
+    EXPECT_LE(ex.stats().interest_changes, std::uint64_t(3 * rounds)) << "epoll_ctl calls grow with reuse";
+  }
+}
+
 // A poll on a file epoll cannot watch (a regular file) is answered at once, as the kernel's is.
 TEST_P(Readiness, APollOnARegularFileIsReadyAtOnce) {
   unique_fd f = uring::test::temp_file();
