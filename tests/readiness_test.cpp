@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +12,7 @@
 #include <uring/uring.hpp>
 
 #include "backends.hpp"
+#include "net_util.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -20,17 +20,6 @@ namespace {
 using uring::task;
 using uring::test::unique_fd;
 using namespace std::chrono_literals;
-
-struct socket_pair {
-  unique_fd ours, peer;
-  socket_pair() {
-    int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0)
-      throw std::system_error(errno, std::system_category(), "socketpair");
-    ours.reset(fds[0]);
-    peer.reset(fds[1]);
-  }
-};
 
 // Reads one byte from `fd` that arrives only after the read has started waiting for it: the peer writes
 // on a later turn.
@@ -53,13 +42,13 @@ class Readiness : public uring::test::backend_test {};
 // and a DEL), and a turn that completed something does not also look in epoll.
 TEST_P(Readiness, EachWaitCostsAtMostOneInterestChangeAndOneEpollWait) {
   constexpr int kRounds = 200;
-  socket_pair s;
+  uring::test::stream_pair s;
   uring::executor ex(options());
-  ex.run(read_after_it_waits(s.ours.get(), s.peer.get()));  // the first registration
+  ex.run(read_after_it_waits(s.ours.fd(), s.peer.get()));  // the first registration
   const uring::executor_stats before = ex.stats();
   ex.run([](int fd, int peer) -> task<void> {
     for (int i = 0; i < kRounds; ++i) EXPECT_EQ(co_await read_after_it_waits(fd, peer), 1u);
-  }(s.ours.get(), s.peer.get()));
+  }(s.ours.fd(), s.peer.get()));
   const std::uint64_t changes = ex.stats().interest_changes - before.interest_changes;
   if (!emulated()) {
     EXPECT_EQ(changes, 0u) << "only the emulation watches fds in epoll";
@@ -75,8 +64,8 @@ TEST_P(Readiness, EachWaitCostsAtMostOneInterestChangeAndOneEpollWait) {
 TEST_P(Readiness, AReusedFdNumberIsWatchedAfresh) {
   for (bool withdrawn : {false, true}) {
     SCOPED_TRACE(withdrawn ? "the old file's last wait timed out" : "the old file's last wait completed");
-    socket_pair first;
-    const int number = first.ours.get();
+    uring::test::stream_pair first;
+    const int number = first.ours.fd();
     uring::executor ex(options());
     ex.run(read_after_it_waits(number, first.peer.get()));
     if (withdrawn) {
@@ -86,8 +75,8 @@ TEST_P(Readiness, AReusedFdNumberIsWatchedAfresh) {
       }(number));
       EXPECT_TRUE(r.res == -ETIMEDOUT || r.res == -ECANCELED) << r.res;
     }
-    socket_pair second;
-    ASSERT_EQ(::dup2(second.ours.get(), number), number);  // the first socket's file closes here
+    uring::test::stream_pair second;
+    ASSERT_EQ(::dup2(second.ours.fd(), number), number);  // the first socket's file closes here
     EXPECT_EQ(ex.run(read_after_it_waits(number, second.peer.get())), 1u);
     (void)first.ours.release();  // `number` is the second socket's now; closed below
     ::close(number);
@@ -102,8 +91,8 @@ TEST_P(Readiness, ShortLivedSocketsReusingNumbersAreEachWatched) {
   const int woken = ex.run([](int rounds) -> task<int> {
     int woken = 0;
     for (int i = 0; i < rounds; ++i) {
-      socket_pair p;
-      const int fd = p.ours.get();
+      uring::test::stream_pair p;
+      const int fd = p.ours.fd();
       if (i % 3 == 1) {
         char c = 0;
         uring::io_result r = co_await uring::with_timeout(uring::read(fd, {&c, 1}).nothrow(), 1ms);

@@ -52,7 +52,7 @@ bool emulated_backend::park_on_fd(operation& op, waiter_list& list) {
   fd_state& st = fds_[fd];
   if (!update_interest(fd, st)) {
     list.remove(op);
-    if (st.idle() && !st.in_epoll) forget(fds_.find(fd));
+    if (st.idle()) forget(fds_.find(fd));  // a failed update leaves the fd unregistered
     return false;
   }
   park(op);
@@ -89,11 +89,8 @@ void emulated_backend::forget_number(int fd) {
 
 int emulated_backend::close_direct(int index) {
   return direct_.empty(index, [this](int fd) {
-    auto it = fds_.find(fd);
-    if (it == fds_.end()) return false;
-    if (!it->second.idle()) return true;
-    fds_.erase(it);  // its file closes now, and epoll forgets it with it
-    return false;
+    forget_number(fd);  // if nobody waits on it, its file closes now, and epoll forgets it with it
+    return fds_.count(fd) != 0;
   });
 }
 
@@ -107,16 +104,15 @@ bool emulated_backend::update_interest(int fd, fd_state& st) {
   const bool level =
       !st.readers.empty() && op_info(st.readers.front()->request.code).emulated_as == emulation::multishot;
   if (want == st.events && (want == 0 || level == st.level)) return true;
+  ++stats_.interest_changes;
   if (want == 0) {
     // Armed with nobody waiting (a waiter withdrawn): disarmed, so that a number reused by another file
     // never looks armed.
-    ++stats_.interest_changes;
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
     st.events = 0;
     st.in_epoll = false;
     return true;
   }
-  ++stats_.interest_changes;
   epoll_event ev{};
   ev.events = want | (level ? 0u : std::uint32_t{EPOLLONESHOT});
   ev.data.fd = fd;
