@@ -100,13 +100,38 @@ TEST(KvExecute, RefusalsMultiAndQueuedCommandsFinishAtOnce) {
   EXPECT_TRUE(s.at_once({"MULTI"}, &reply));
   EXPECT_EQ(reply, "+OK\r\n");
   EXPECT_TRUE(s.ses.tx.active);
+  EXPECT_EQ(s.ses.tx.held, nullptr) << "MULTI alone makes no queue: a session carries one only when used";
   // Queued, even for a key on the other shard: nothing runs before EXEC.
   EXPECT_TRUE(s.at_once({"SET", key_on(1, 2), "v"}, &reply));
   EXPECT_EQ(reply, "+QUEUED\r\n");
   EXPECT_TRUE(s.at_once({"MULTI"}, &reply));
   EXPECT_EQ(reply, "-ERR MULTI calls can not be nested\r\n");
-  EXPECT_EQ(s.ses.tx.queue.size(), 1u);
+  EXPECT_EQ(s.ses.tx.queued(), 1u);
   EXPECT_FALSE(s.at_once({"EXEC"}));
+}
+
+// The registry lists sessions through their own links, in id order, as CLIENT LIST and CLIENT KILL read it.
+TEST(KvClientRegistry, ListsSessionsInIdOrderThroughTheirLinks) {
+  kv::client_registry r;
+  kv::session a, b, c;  // ids in the order made
+  ASSERT_LT(a.id, b.id);
+  ASSERT_LT(b.id, c.id);
+  r.add(a);
+  r.add(b);
+  r.add(c);
+  EXPECT_EQ(r.size, 3u);
+  EXPECT_EQ(r.find(b.id), &b);
+  EXPECT_EQ(r.find(c.id + 1), nullptr);
+  r.remove(b);
+  EXPECT_EQ(r.find(b.id), nullptr);
+  std::vector<std::int64_t> ids;
+  for (const kv::session* s = r.first; s != nullptr; s = s->next) ids.push_back(s->id);
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{a.id, c.id}));
+  r.remove(a);
+  r.remove(c);
+  EXPECT_EQ(r.size, 0u);
+  EXPECT_EQ(r.first, nullptr);
+  EXPECT_EQ(r.last, nullptr);
 }
 
 TEST(KvExecute, QuitFinishesAtOnceAndClosesTheConnection) {

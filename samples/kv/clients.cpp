@@ -47,12 +47,12 @@ task<std::vector<std::pair<std::int64_t, std::string>>> gather(context& c, Pick 
     co_await on_shard(c.srv, c.me, i, [&c, &lines, &pick, i] {
       std::int64_t now = clock_ms();
       std::size_t taken = 0;
-      for (const auto& [id, ses] : c.srv.clients[i]->by_id) {
+      for (const session* ses = c.srv.clients[i]->first; ses != nullptr; ses = ses->next) {
         if (taken == max_client_list) break;
-        if (!pick(id)) continue;
+        if (!pick(ses->id)) continue;
         std::string line;
         client_line(*ses, now, line);
-        lines.emplace_back(id, std::move(line));
+        lines.emplace_back(ses->id, std::move(line));
         ++taken;
       }
     });
@@ -152,11 +152,11 @@ task<void> client_kill(context& c) {
         }
         ++killed;
       };
-      auto& by_id = c.srv.clients[i]->by_id;
+      const client_registry& r = *c.srv.clients[i];
       if (id != 0) {
-        if (auto it = by_id.find(id); it != by_id.end()) kill(it->second);
+        if (session* s = r.find(id)) kill(s);
       } else {
-        for (auto& [n, s] : by_id) kill(s);
+        for (session* s = r.first; s != nullptr; s = s->next) kill(s);
       }
     });
   }
@@ -170,6 +170,28 @@ task<void> client_kill(context& c) {
 }
 
 }  // namespace
+
+void client_registry::add(session& s) noexcept {
+  s.prev = last;
+  s.next = nullptr;
+  (last != nullptr ? last->next : first) = &s;
+  last = &s;
+  ++size;
+}
+
+void client_registry::remove(session& s) noexcept {
+  (s.prev != nullptr ? s.prev->next : first) = s.next;
+  (s.next != nullptr ? s.next->prev : last) = s.prev;
+  s.prev = s.next = nullptr;
+  --size;
+}
+
+session* client_registry::find(std::int64_t id) const noexcept {
+  for (session* s = first; s != nullptr && s->id <= id; s = s->next) {
+    if (s->id == id) return s;
+  }
+  return nullptr;
+}
 
 void client_line(const session& ses, std::int64_t now, std::string& out) {
   const client_info& i = ses.info;
@@ -199,12 +221,10 @@ void client_line(const session& ses, std::int64_t now, std::string& out) {
   field("flags", flags);
   field("db", ses.db);
   for (std::string_view zero : {"sub", "psub", "ssub"}) field(zero, 0);
-  field("multi", ses.tx.active ? static_cast<std::int64_t>(ses.tx.queue.size())
-                 : multi       ? ses.exec_count
-                               : -1);
+  field("multi", ses.tx.active ? static_cast<std::int64_t>(ses.tx.queued()) : multi ? ses.exec_count : -1);
   // Buffers and memory: uring-kv does not account them per client.
   for (std::string_view zero : {"qbuf", "qbuf-free", "argv-mem"}) field(zero, 0);
-  field("multi-mem", ses.tx.queued_bytes);
+  field("multi-mem", ses.tx.queued_bytes());
   for (std::string_view zero : {"rbs", "rbp", "obl", "oll", "omem", "tot-mem"}) field(zero, 0);
   field("events", std::string_view("r"));
   field("cmd", cmd);

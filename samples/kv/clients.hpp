@@ -9,7 +9,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
 
@@ -36,10 +35,19 @@ struct client_info {
   bool no_evict = false;        // CLIENT NO-EVICT (shown in CLIENT LIST; uring-kv never evicts)
 };
 
+// An executor's connections, in the order they were listed, which is the order of their ids (a session
+// takes its id and is listed on its executor's thread without a suspension between): a list linked
+// through the sessions themselves, so that a connection costs no node of its own.
 struct client_registry {
-  std::map<std::int64_t, session*> by_id;  // the executor's connections
+  session* first = nullptr;
+  session* last = nullptr;
+  std::size_t size = 0;
   std::uint64_t connections_received = 0;  // accepted by this executor, refused ones included
   std::uint64_t commands_processed = 0;    // run by its connections (not those refused or queued)
+
+  void add(session& s) noexcept;     // at the end: `s` has the highest id listed here
+  void remove(session& s) noexcept;  // `s` is listed here
+  [[nodiscard]] session* find(std::int64_t id) const noexcept;  // null when not listed here
 };
 
 // Redis's CLIENT LIST line for `ses` (without its '\n'); `now` in clock_ms() time.

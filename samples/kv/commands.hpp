@@ -64,6 +64,8 @@ struct session {
   std::int64_t exec_count = -1;  // while EXEC runs its queue: the queue's length (CLIENT LIST's multi=)
   uring::resp::command_parser* input = nullptr;  // while a burst is served: its parser (adopt_value)
   std::size_t unacknowledged = 0;                // reply::before_waiting's bound, kept between bursts
+  session* prev = nullptr;                       // its executor's client_registry, linked through sessions
+  session* next = nullptr;
 
   session();
 };

@@ -127,13 +127,13 @@ uring::task<void> pause_receiving(void* side) {
   }
 }
 
-// Parses and answers one burst of input, from the chunk `first` until no byte of a command waits and every
-// reply is written. Returns false when the connection is to close. The parser, the reply and the inline
-// words live only that long, in a frame of their own (not inlined, so not elided into the connection's):
-// an idle connection keeps none of them.
+// Parses and answers one burst of input, from the chunk `first` (returned to the pool here) until no byte of
+// a command waits and every reply is written. Returns false when the connection is to close. The parser, the
+// reply and the inline words live only that long, in a frame of their own (not inlined, so not elided into
+// the connection's): an idle connection keeps none of them.
 [[gnu::noinline]] task<bool> serve_burst(tcp_stream& s, server* srv, std::size_t me,
                                          const connection_limits* limits, session& ses,
-                                         steady::time_point& deadline, uring::net::leased_buffer first) {
+                                         steady::time_point& deadline, uring::net::leased_buffer& first) {
   resp::limits lim;
   lim.max_bulk = srv->proto_max_bulk_len.load(std::memory_order_relaxed);
   lim.max_args = INT_MAX;  // as Redis: the count is bounded by the bytes a command may take
@@ -212,31 +212,6 @@ uring::task<void> pause_receiving(void* side) {
   }
 }
 
-// Reads, parses and answers commands until the connection is to close (serve_connection's loop). Between
-// bursts of input the connection holds no buffer: it waits with a receive leased from its executor's pool.
-task<void> serve_commands(tcp_stream& s, server* srv, std::size_t me, const connection_limits* limits,
-                          session& ses) {
-  auto deadline = steady::now() + limits->idle;
-  try {
-    s.set_nodelay(true);
-    for (;;) {
-      uring::net::recv_result got = co_await next_chunk(s, *srv->pools[me], limits->idle, deadline);
-      // End of stream, reset, idle past --idle-timeout, CLIENT KILL.
-      if (got.res <= 0 || ses.info.killed) break;
-      if (!co_await serve_burst(s, srv, me, limits, ses, deadline, std::move(got.buffer))) break;
-    }
-  } catch (const output_overflow& e) {
-    note(event::overflow, std::string(e.what()) + "; connection closed");
-  } catch (const std::system_error& e) {
-    if (e.code() == std::errc::timed_out) {
-      note(event::stalled, "a client left a reply unread past --output-timeout; connection closed");
-    }
-    // Otherwise the peer went away: nothing more to tell it.
-  } catch (const std::exception&) {
-    // Memory ran out for its request: the connection ends.
-  }
-}
-
 }  // namespace
 
 void note(event kind, std::string_view what) {
@@ -280,14 +255,34 @@ task<void> serve_connection(tcp_stream s, server* srv, std::size_t me, const con
   } catch (const std::exception&) {
     // Already reset by the peer: its addresses stay empty in CLIENT LIST.
   }
-  registry.by_id.emplace(ses.id, &ses);
+  registry.add(ses);
   struct listed {
     client_registry& registry;
-    std::int64_t id;
-    ~listed() { registry.by_id.erase(id); }
-  } unlist_at_end{registry, ses.id};
-  co_await serve_commands(s, srv, me, limits, ses);
-  if (!ses.tx.watches.empty()) {
+    session& ses;
+    ~listed() { registry.remove(ses); }
+  } unlist_at_end{registry, ses};
+  // Between bursts of input the connection holds no buffer: it waits with a receive leased from its
+  // executor's pool. The loop is here, not in a coroutine of its own: its frame would be part of this one.
+  auto deadline = steady::now() + limits->idle;
+  try {
+    s.set_nodelay(true);
+    for (;;) {
+      uring::net::recv_result got = co_await next_chunk(s, *srv->pools[me], limits->idle, deadline);
+      // End of stream, reset, idle past --idle-timeout, CLIENT KILL.
+      if (got.res <= 0 || ses.info.killed) break;
+      if (!co_await serve_burst(s, srv, me, limits, ses, deadline, got.buffer)) break;
+    }
+  } catch (const output_overflow& e) {
+    note(event::overflow, std::string(e.what()) + "; connection closed");
+  } catch (const std::system_error& e) {
+    if (e.code() == std::errc::timed_out) {
+      note(event::stalled, "a client left a reply unread past --output-timeout; connection closed");
+    }
+    // Otherwise the peer went away: nothing more to tell it.
+  } catch (const std::exception&) {
+    // Memory ran out for its request: the connection ends.
+  }
+  if (ses.tx.watching()) {
     try {
       co_await unwatch_all(*srv, me, ses);  // the shards forget its watched keys
     } catch (const std::exception&) {

@@ -82,7 +82,7 @@ task<void> cmd_info(context& c) {
       n.keyed = s.keyed_commands;
       n.forwarded = s.forwarded_commands;
       const client_registry& r = *c.srv.clients[i];
-      n.clients = r.by_id.size();
+      n.clients = r.size;
       n.received = r.connections_received;
       n.processed = r.commands_processed;
       const uring::executor& ex = *uring::executor::current();

@@ -17,15 +17,19 @@ namespace resp = uring::resp;
 void end_multi(transaction& tx) {
   tx.active = false;
   tx.dirty = false;
-  tx.queue.clear();
-  tx.queued_bytes = 0;
+  if (tx.held) {
+    tx.held->queue.clear();
+    tx.held->queued_bytes = 0;
+    tx.trim();
+  }
 }
 
 // On shard i's thread: forgets the watches the session has there; true if one of those keys changed.
 bool release_on(server& srv, std::size_t i, const transaction& tx) {
   bool changed = false;
+  if (!tx.watching()) return false;
   std::int64_t now = clock_ms();
-  for (const transaction::watch& w : tx.watches) {
+  for (const transaction::watch& w : tx.held->watches) {
     if (w.shard != i) continue;
     keyspace& ks = srv.shards[i]->db[w.db];
     ks.find(w.key, now);  // a key whose deadline passed since WATCH expires now, which changes it
@@ -36,16 +40,19 @@ bool release_on(server& srv, std::size_t i, const transaction& tx) {
 }
 
 void forget_watches(transaction& tx) {
-  tx.watches.clear();
-  tx.watched_bytes = 0;
+  if (!tx.held) return;
+  tx.held->watches.clear();
+  tx.held->watched_bytes = 0;
+  tx.trim();
 }
 
 // Forgets every watch of the session, one visit per shard holding some; true if a watched key changed.
 task<bool> release_watches(server& srv, std::size_t me, session& ses) {
   transaction& tx = ses.tx;
   bool changed = false;
-  for (std::size_t i = 0; i < srv.count() && !tx.watches.empty(); ++i) {
-    if (std::none_of(tx.watches.begin(), tx.watches.end(), [i](auto& w) { return w.shard == i; })) continue;
+  for (std::size_t i = 0; i < srv.count() && tx.watching(); ++i) {
+    const auto& watches = tx.held->watches;
+    if (std::none_of(watches.begin(), watches.end(), [i](auto& w) { return w.shard == i; })) continue;
     co_await on_shard(srv, me, i, [&srv, &tx, &changed, i] { changed = release_on(srv, i, tx) || changed; });
   }
   forget_watches(tx);
@@ -66,7 +73,8 @@ std::optional<std::size_t> one_other_shard(const context& c,
   }
   if (!at || *at == c.me) return std::nullopt;
   std::size_t i = *at;
-  for (const transaction::watch& w : c.ses.tx.watches) {
+  if (!c.ses.tx.watching()) return i;
+  for (const transaction::watch& w : c.ses.tx.held->watches) {
     if (w.shard != i) return std::nullopt;
   }
   return i;
@@ -109,14 +117,15 @@ void queue_command(context& c) {
   transaction& tx = c.ses.tx;
   std::size_t bytes = 0;
   for (std::string_view a : c.args) bytes += a.size();
-  if (tx.queue.size() >= max_queued || tx.queued_bytes + bytes > max_queued_bytes) {
+  if (tx.queued() >= max_queued || tx.queued_bytes() + bytes > max_queued_bytes) {
     tx.dirty = true;
     return resp::append_error(text(c), "ERR transaction too long (at most " + std::to_string(max_queued) +
                                            " commands and " + std::to_string(max_queued_bytes >> 20) +
                                            " MiB of arguments are queued)");
   }
-  tx.queue.emplace_back(c.args.begin(), c.args.end());
-  tx.queued_bytes += bytes;
+  transaction::lists& l = tx.get();
+  l.queue.emplace_back(c.args.begin(), c.args.end());
+  l.queued_bytes += bytes;
   resp::append_simple_string(text(c), "QUEUED");
 }
 
@@ -145,13 +154,14 @@ task<void> cmd_exec(context& c) {
   transaction& tx = c.ses.tx;
   if (!tx.active) co_return resp::append_error(text(c), "ERR EXEC without MULTI");
   bool dirty = tx.dirty;
-  std::vector<std::vector<std::string>> queue = std::move(tx.queue);
+  std::vector<std::vector<std::string>> queue;
+  if (tx.held) queue = std::move(tx.held->queue);
   end_multi(tx);
   if (!dirty) {
     if (auto i = one_other_shard(c, queue)) co_return co_await exec_on(c, *i, queue);
   }
   bool changed = false;
-  if (!tx.watches.empty()) changed = co_await release_watches(c.srv, c.me, c.ses);
+  if (tx.watching()) changed = co_await release_watches(c.srv, c.me, c.ses);
   if (dirty) {
     co_return resp::append_error(text(c), "EXECABORT Transaction discarded because of previous errors.");
   }
@@ -183,15 +193,17 @@ task<void> cmd_watch(context& c) {
   if (tx.active) co_return resp::append_error(text(c), "ERR WATCH inside MULTI is not allowed");
   std::size_t bytes = 0;
   for (std::string_view key : c.args.subspan(1)) bytes += key.size();
-  if (tx.watches.size() + c.args.size() - 1 > max_watched || tx.watched_bytes + bytes > max_watched_bytes) {
+  const std::size_t watched = tx.held ? tx.held->watches.size() : 0;
+  const std::size_t watched_bytes = tx.held ? tx.held->watched_bytes : 0;
+  if (watched + c.args.size() - 1 > max_watched || watched_bytes + bytes > max_watched_bytes) {
     co_return resp::append_error(text(c), "ERR too many watched keys (at most " +
                                               std::to_string(max_watched) + " keys and " +
                                               std::to_string(max_watched_bytes >> 20) + " MiB of names)");
   }
   int db = c.ses.db;
+  transaction::lists& l = tx.get();
   for (std::string_view key : c.args.subspan(1)) {
-    if (std::any_of(tx.watches.begin(), tx.watches.end(),
-                    [&](auto& w) { return w.db == db && w.key == key; }))
+    if (std::any_of(l.watches.begin(), l.watches.end(), [&](auto& w) { return w.db == db && w.key == key; }))
       continue;
     std::size_t i = shard_of(key, c.srv.count());
     std::uint64_t version = 0;
@@ -200,8 +212,8 @@ task<void> cmd_watch(context& c) {
       ks.find(key, clock_ms());  // a key already expired is gone before the watch: its erasure is no change
       version = ks.watch(key);
     });
-    tx.watches.push_back({i, db, std::string(key), version});
-    tx.watched_bytes += key.size();
+    l.watches.push_back({i, db, std::string(key), version});
+    l.watched_bytes += key.size();
   }
   resp::append_simple_string(text(c), "OK");
 }

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,13 +34,30 @@ struct transaction {
     std::string key;
     std::uint64_t version;  // keyspace::version at WATCH
   };
+  // The queue and the watched keys, made by the first MULTI or WATCH and dropped when both are empty
+  // again: a connection using neither carries none.
+  struct lists {
+    std::vector<std::vector<std::string>> queue;
+    std::size_t queued_bytes = 0;
+    std::vector<watch> watches;
+    std::size_t watched_bytes = 0;
+  };
 
   bool active = false;  // between MULTI and EXEC or DISCARD
   bool dirty = false;   // a command was refused while queuing: EXEC aborts
-  std::vector<std::vector<std::string>> queue;
-  std::size_t queued_bytes = 0;
-  std::vector<watch> watches;
-  std::size_t watched_bytes = 0;
+  std::unique_ptr<lists> held;
+
+  lists& get() {
+    if (!held) held = std::make_unique<lists>();
+    return *held;
+  }
+  // Drops the lists when they hold nothing.
+  void trim() noexcept {
+    if (held && held->queue.empty() && held->watches.empty()) held.reset();
+  }
+  [[nodiscard]] bool watching() const noexcept { return held && !held->watches.empty(); }
+  [[nodiscard]] std::size_t queued() const noexcept { return held ? held->queue.size() : 0; }
+  [[nodiscard]] std::size_t queued_bytes() const noexcept { return held ? held->queued_bytes : 0; }
 };
 
 }  // namespace kv
