@@ -28,16 +28,22 @@ constexpr int pause_chunks = 16;  // at most this many chunks are taken in when 
 
 std::atomic<int> open_connections{0};  // over all threads, the slots taken (connection_slot)
 
-// One connection's link and what waits to go in and out of it.
-struct connection {
-  const link& l;
-  worker& w;
-  uring::net::buffer_pool* pool;  // leased receives (plain links on a worker with a pool), else null
-  std::string out;                // answers gathered, at most about out_limit + small_file bytes
-  std::string stash;              // bytes received while pausing, for the parser
+// What a connection keeps between its bursts of requests.
+struct between_bursts {
+  std::chrono::steady_clock::time_point deadline;  // for the next request's head (--header-timeout)
   // At least the bytes sent and not yet acknowledged: what SIOCOUTQ said when last asked, plus what was
   // sent since. While it stays within out_limit the peer cannot be behind, and flush asks no syscall.
   std::size_t unacknowledged_at_most = 0;
+};
+
+// One burst's link and what waits to go in and out of it.
+struct connection {
+  link l;
+  worker& w;
+  uring::net::buffer_pool* pool;  // leased receives (plain links on a worker with a pool), else null
+  between_bursts& kept;
+  std::string out;           // answers gathered, at most about out_limit + small_file bytes
+  std::string stash;         // bytes received while pausing, for the parser
   bool read_filled = false;  // the last copying read filled its room: more may wait, the next gets read_room
 };
 
@@ -62,9 +68,10 @@ task<void> pause_receiving(connection& conn) {
 // Whether the peer may be behind: more than out_limit bytes sent and not acknowledged. Asks the kernel only
 // when the bound kept since it last asked allows it.
 bool peer_behind(connection& conn) noexcept {
-  if (conn.unacknowledged_at_most <= out_limit) return false;
-  conn.unacknowledged_at_most = conn.l.socket().unacknowledged();
-  return conn.unacknowledged_at_most > out_limit;
+  std::size_t& bound = conn.kept.unacknowledged_at_most;
+  if (bound <= out_limit) return false;
+  bound = conn.l.socket().unacknowledged();
+  return bound > out_limit;
 }
 
 // Sends the answers gathered in `out` (within --write-timeout) and empties it. Receiving pauses first if
@@ -74,8 +81,8 @@ task<void> flush(const http_config& c, connection& conn, bool more = false) {
   if (conn.pool != nullptr && conn.pool->uses_ring()) {
     if (more || peer_behind(conn)) co_await pause_receiving(conn);
     // What follows `more` (a file) is not counted: the next flush asks the kernel.
-    conn.unacknowledged_at_most =
-        more ? std::numeric_limits<std::size_t>::max() : conn.unacknowledged_at_most + conn.out.size();
+    std::size_t& bound = conn.kept.unacknowledged_at_most;
+    bound = more ? std::numeric_limits<std::size_t>::max() : bound + conn.out.size();
   }
   if (conn.out.empty()) co_return;
   co_await bounded(conn.l.write_all(conn.out), c.write_timeout,
@@ -185,9 +192,9 @@ bool answer_at_once(const http_config& c, connection& conn, const uring::http::r
 
 // The receive a leased connection waits in, made in a plain function: each step is a 128 B temporary that
 // in the coroutine's own expression would take a slot in the frame every idle connection holds.
-uring::net::basic_recv_awaitable<false> leased_receive(connection& conn, milliseconds left) {
-  return uring::with_timeout(
-      uring::with_stop_token(conn.l.socket().recv(*conn.pool).nothrow(), conn.w.drain.get_token()), left);
+uring::net::basic_recv_awaitable<false> leased_receive(uring::net::tcp_stream& s, worker& w,
+                                                       milliseconds left) {
+  return uring::with_timeout(uring::with_stop_token(s.recv(*w.pool).nothrow(), w.drain.get_token()), left);
 }
 
 // A copying read (TLS, or no pool) into the parser's room, within `left`. A coroutine of its own, so that
@@ -229,13 +236,23 @@ connection_slot::~connection_slot() {
   if (counted_) open_connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
-task<void> serve_http(link l, connection_slot /*held for the connection's life*/, worker& w,
-                      const http_config& c) {
-  connection conn{.l = l, .w = w, .pool = l.secure() ? nullptr : w.pool, .out = {}, .stash = {}};
+namespace {
+
+// Answers the requests of a burst in order: from the chunk `first` that woke a leased connection (returned
+// to the pool here), until none is pending (leased: true, and the caller waits for the next bytes) or the
+// connection is to close (false). The parser and the answers live in this frame, so that a connection with
+// no request pending holds neither; not inlined, so that the frame is not elided into the caller's.
+[[gnu::noinline]] task<bool> answer_burst(link l, worker& w, const http_config& c, between_bursts& kept,
+                                          uring::net::leased_buffer* first) {
+  connection conn{
+      .l = l, .w = w, .pool = l.secure() ? nullptr : w.pool, .kept = kept, .out = {}, .stash = {}};
   std::string& out = conn.out;
   try {
     uring::http::request_parser parser(uring::http::limits{.max_body = max_body});
-    auto deadline = std::chrono::steady_clock::now() + c.header_timeout;
+    if (first != nullptr) {
+      parser.feed(first->view());
+      first->reset();
+    }
     bool open = true;
     while (open) {
       // Answer the complete requests buffered, one at a time and in order. Small answers gather in `out`
@@ -253,7 +270,7 @@ task<void> serve_http(link l, connection_slot /*held for the connection's life*/
           // Refused: the answers before it, then the refusal, then a gentle close (the rest is unread).
           out += uring::http::error_response(parser.error());
           co_await answer_and_close(l, out, conn.pool);
-          co_return;
+          co_return false;
         }
         const auto& req = parser.get();
         // Not cancelled by the drain: requests received are answered.
@@ -269,15 +286,16 @@ task<void> serve_http(link l, connection_slot /*held for the connection's life*/
       co_await flush(c, conn);
       if (!open) break;
       if (!conn.stash.empty()) continue;  // the flush paused: what it took in is parsed before reading more
-      if (answered) deadline = std::chrono::steady_clock::now() + c.header_timeout;
+      if (answered) kept.deadline = std::chrono::steady_clock::now() + c.header_timeout;
+      if (conn.pool != nullptr && parser.buffered() == 0) co_return true;  // none pending: the caller waits
       // The next bytes into the parser before the deadline, unless the drain comes first: the count, 0 at
       // end of stream, or -errno.
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(kept.deadline - std::chrono::steady_clock::now());
       std::int32_t got = -ETIMEDOUT;  // unless there is time left to read
       if (left.count() > 0 && conn.pool != nullptr) {
         // Leased: one chunk from the worker's pool, copied into the parser and returned to the pool at once.
-        // Awaited here, not in a coroutine of its own: a frame less per request and per idle connection.
-        uring::net::recv_result r = co_await leased_receive(conn, left);
+        uring::net::recv_result r = co_await leased_receive(l.socket(), w, left);
         if (r.res > 0) parser.feed(r.buffer.view());
         got = r.res;
       } else if (left.count() > 0) {
@@ -287,7 +305,7 @@ task<void> serve_http(link l, connection_slot /*held for the connection's life*/
         // Part of a request, and not the rest in time: say so before closing.
         uring::http::append_response(out, 408, {}, "request timeout\n", false);
         co_await answer_and_close(l, out, conn.pool);
-        co_return;
+        co_return false;
       }
       if (got <= 0) break;  // closed by the peer, reset, idle too long, or the drain
     }
@@ -295,6 +313,32 @@ task<void> serve_http(link l, connection_slot /*held for the connection's life*/
     if (l.secure()) co_await bounded(l.close_write(), milliseconds(1000), w.abort.get_token());
   } catch (const std::system_error&) {
     // The peer reset or stopped reading in the middle of an answer: nothing to tell it.
+  }
+  co_return false;
+}
+
+}  // namespace
+
+task<void> serve_copying(link l, worker& w, const http_config& c) {
+  between_bursts kept{.deadline = std::chrono::steady_clock::now() + c.header_timeout};
+  co_await answer_burst(l, w, c, kept, nullptr);
+}
+
+task<void> serve_http(uring::net::tcp_stream s, connection_slot /*held for the connection's life*/, worker& w,
+                      const http_config& c) {
+  between_bursts kept{.deadline = std::chrono::steady_clock::now() + c.header_timeout};
+  if (w.pool == nullptr) {
+    co_await answer_burst(link(s), w, c, kept, nullptr);
+    co_return;
+  }
+  for (;;) {
+    // No request pending: nothing to answer if the deadline passes, the peer closes or the drain comes.
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(kept.deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) co_return;
+    uring::net::recv_result r = co_await leased_receive(s, w, left);
+    if (r.res <= 0) co_return;
+    if (!co_await answer_burst(link(s), w, c, kept, &r.buffer)) co_return;
   }
 }
 

@@ -1,7 +1,7 @@
 // samples/http/connection.hpp — uring-http's settings and the request loop of one connection.
 //
-// Provides: sample::http_config, sample::serve_http (one connection's requests, plain or TLS) and
-// sample::answer_and_close.
+// Provides: sample::http_config, sample::connection_slot, sample::serve_http (a plain connection's
+// requests), sample::serve_copying (TLS) and sample::answer_and_close.
 // Threads: a connection runs on its worker's thread; the config is shared read-only by every thread.
 #pragma once
 
@@ -46,11 +46,16 @@ class connection_slot {
   bool taken_;
 };
 
-// Serves a connection's requests in order until it closes, fails, breaks a rule or times out; failures of
-// the connection end it quietly. A plain link reads leased chunks from the worker's pool when it has one;
-// a TLS link reads into the parser. The link and the slot are held here for the connection's life: a
-// plain connection needs no coroutine frame but this one.
-uring::task<void> serve_http(link l, connection_slot slot, worker& w, const http_config& c);
+// Serves a plain connection's requests in order until it closes, fails, breaks a rule or times out;
+// failures of the connection end it quietly. The stream and the --max-connections slot are held here for
+// the connection's life. With the worker's pool, a connection with no request pending holds only them and
+// a receive leased from the pool: the parser and the answers are made when bytes come and dropped once
+// every request is answered. Without one it reads as serve_copying does.
+uring::task<void> serve_http(uring::net::tcp_stream s, connection_slot slot, worker& w, const http_config& c);
+
+// The same over `l`, each read copied into the parser, for the connection's life (TLS, or plain HTTP
+// without a pool). `l`'s streams and the slot are held by the caller.
+uring::task<void> serve_copying(link l, worker& w, const http_config& c);
 
 // Sends `answer` and closes gently: a close with unread request bytes makes the kernel reset the
 // connection, which can destroy the answer before the client reads it. So: send, end our side, and read

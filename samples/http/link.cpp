@@ -25,7 +25,7 @@ constexpr std::size_t tls_piece = 64 * 1024;    // with TLS, the buffer a file i
 #ifdef URING_WITH_TLS
 link::link(uring::tls::tls_stream& t) noexcept : socket_(&t.next_layer()), tls_(&t) {}
 #else
-link::link(uring::tls::tls_stream&) noexcept {}
+link::link(uring::tls::tls_stream&) noexcept : socket_(nullptr) {}
 #endif
 
 namespace {

@@ -10,7 +10,6 @@
 #include <span>
 #include <stop_token>
 #include <string_view>
-#include <utility>
 
 #include <uring/net/tcp_stream.hpp>
 #include <uring/task.hpp>
@@ -21,16 +20,15 @@ class tls_stream;
 
 namespace sample {
 
+// A view of the connection's bytes, copied freely: the stream (or the TLS stream) outlives it.
 class link {
  public:
-  // Plain TCP: the link owns the stream, so that a connection's coroutine frame is the only one holding it.
-  explicit link(uring::net::tcp_stream s) noexcept : owned_(std::move(s)) {}
-  // TLS over `t`, which outlives the link.
+  // Plain TCP over `s`.
+  explicit link(uring::net::tcp_stream& s) noexcept : socket_(&s) {}
+  // TLS over `t`.
   explicit link(uring::tls::tls_stream& t) noexcept;
 
-  [[nodiscard]] uring::net::tcp_stream& socket() const noexcept {
-    return socket_ != nullptr ? *socket_ : owned_;
-  }
+  [[nodiscard]] uring::net::tcp_stream& socket() const noexcept { return *socket_; }
   [[nodiscard]] bool secure() const noexcept { return tls_ != nullptr; }
 
   // Up to buf.size() bytes: the count, 0 at end of stream (with TLS: the peer's close_notify), or -errno
@@ -48,8 +46,7 @@ class link {
   [[nodiscard]] uring::task<void> close_write() const;
 
  private:
-  mutable uring::net::tcp_stream owned_;      // plain; a const link still reads and writes its stream
-  uring::net::tcp_stream* socket_ = nullptr;  // TLS: the stream under it
+  uring::net::tcp_stream* socket_;  // TLS: the stream under it
   uring::tls::tls_stream* tls_ = nullptr;
 };
 

@@ -199,14 +199,14 @@ config parse(int argc, char** argv) {
 task<void> refuse(tcp_stream s, uring::net::buffer_pool* pool) {
   std::string out;
   uring::http::append_response(out, 503, {}, "too many connections\n", false);
-  co_await sample::answer_and_close(sample::link(std::move(s)), out, pool).nothrow();
+  co_await sample::answer_and_close(sample::link(s), out, pool).nothrow();
 }
 
-// A plain HTTP connection: served in serve_http's frame alone, which holds its stream and slot.
+// A plain HTTP connection: served in serve_http's frame, which holds its stream and slot.
 task<void> serve_plain(tcp_stream s, sample::worker* w, const config* c) {
   sample::connection_slot slot(c->max_connections);
   if (!slot) return refuse(std::move(s), w->pool);
-  return sample::serve_http(sample::link(std::move(s)), std::move(slot), *w, *c);
+  return sample::serve_http(std::move(s), std::move(slot), *w, *c);
 }
 
 #ifdef URING_WITH_TLS
@@ -218,7 +218,7 @@ task<void> serve_tls(tcp_stream s, sample::worker* w, const config* c) {
   try {
     uring::tls::tls_stream t = uring::tls::tls_stream::server(*c->tls, std::move(s));
     co_await sample::bounded(t.handshake(), c->handshake_timeout, w->abort.get_token());
-    co_await sample::serve_http(sample::link(t), std::move(slot), *w, *c);
+    co_await sample::serve_copying(sample::link(t), *w, *c);
   } catch (const std::system_error&) {
     // A failed or timed-out handshake: nothing to tell the client.
   }
