@@ -109,6 +109,70 @@ TEST_P(LeasedRecv, WithStopTokenFromAnotherThreadCancels) {
   }(pair.ours, pair.peer.get()));
 }
 
+// A stream's waits under different tokens: each is ended by its own token only. The state keeps watching
+// a token between waits, so a token used by an earlier wait must not reach a later one under another
+// token (or none), and a token stopped between waits ends the next wait under it at once.
+TEST_P(LeasedRecv, EachWaitIsStoppedByItsOwnTokenOnly) {
+  stream_pair pair;
+  run([](tcp_stream& s, int peer) -> task<void> {
+    buffer_pool pool({.count = 4, .size = 64});
+    std::stop_source a, b;
+    auto stop_then_send = [](std::stop_source* src, int to) -> task<void> {
+      co_await uring::nop();  // the receive waits first
+      std::jthread([src] { src->request_stop(); }).join();
+      co_await uring::nop();  // a stop that reached the wait would have ended it by now
+      EXPECT_EQ(::write(to, "x", 1), 1);
+    };
+    // Under `a`, timed out: `a` is still watched for this stream.
+    recv_result r = co_await uring::with_timeout(
+        uring::with_stop_token(s.recv(pool).nothrow(), a.get_token()), std::chrono::milliseconds(10));
+    EXPECT_EQ(r.res, -ETIMEDOUT);
+    // Under `b`: stopping `a` meanwhile leaves it waiting, and the byte sent after ends it. (Each chunk's
+    // lease goes back with the statement: a stream holds a share of the pool at most.)
+    EXPECT_EQ(std::get<0>(co_await uring::when_all(
+                              as_task(uring::with_stop_token(s.recv(pool).nothrow(), b.get_token())),
+                              stop_then_send(&a, peer)))
+                  .res,
+              1);
+    // Under no token of its own, in a task whose token is not `b`: stopping `b` meanwhile leaves it waiting.
+    EXPECT_EQ(
+        std::get<0>(co_await uring::when_all(as_task(s.recv(pool).nothrow()), stop_then_send(&b, peer))).res,
+        1);
+    // Under `b` again, stopped before this wait: it ends at once, and takes no byte.
+    EXPECT_EQ(::write(peer, "y", 1), 1);
+    r = co_await uring::with_stop_token(s.recv(pool).nothrow(), b.get_token());
+    EXPECT_EQ(r.res, -ECANCELED);
+    EXPECT_EQ((co_await s.recv(pool)).view(), "y");
+    EXPECT_EQ(pool.available(), 4u);
+  }(pair.ours, pair.peer.get()));
+}
+
+// The awaiting task's token (none given to the receive), stopped from another thread: it ends the task's
+// receive waiting then, and every later one.
+TEST_P(LeasedRecv, TheAwaitingTasksTokenEndsItsReceives) {
+  stream_pair pair;
+  run([](tcp_stream& s, int peer) -> task<void> {
+    buffer_pool pool({.count = 4, .size = 64});
+    std::stop_source stop;
+    std::vector<int> results;
+    auto receive_thrice = [](tcp_stream& in, buffer_pool& p, int to, std::vector<int>* out) -> task<void> {
+      EXPECT_EQ(::write(to, "x", 1), 1);
+      out->push_back((co_await in.recv(p).nothrow()).res);  // the task's token, not yet stopped
+      out->push_back((co_await in.recv(p).nothrow()).res);  // waits until the stop
+      out->push_back((co_await in.recv(p).nothrow()).res);  // stopped before it waits
+    };
+    auto stopper = [](std::stop_source* src, const std::vector<int>* seen) -> task<void> {
+      while (seen->empty()) co_await uring::nop();  // the first has its byte, and the second waits
+      std::jthread([src] { src->request_stop(); }).join();
+    };
+    co_await uring::when_all(
+        uring::with_stop_token(receive_thrice(s, pool, peer, &results), stop.get_token()),
+        stopper(&stop, &results));
+    EXPECT_EQ(results, (std::vector<int>{1, -ECANCELED, -ECANCELED}));
+    EXPECT_EQ(pool.available(), 4u);
+  }(pair.ours, pair.peer.get()));
+}
+
 // Waiting for a buffer to come back (pool exhausted) also times out.
 TEST_P(LeasedRecv, TimeoutWhileWaitingForABuffer) {
   stream_pair pair;

@@ -97,17 +97,19 @@ class scope_ticket {
 
 /// A member's frame is the spawned frame itself, which the executor owns as any spawned task's: no
 /// join_handle and no second frame per member (a server's connection is a member, so this is per
-/// connection).
+/// connection). So the frame keeps only the task and the ticket across the await: no reference to the
+/// scope, no token.
 template <class T>
 spawned scope_member(task<T> t, scope_ticket ticket) {
-  scope_state& s = ticket.scope();
+  t = with_stop_token(std::move(t), ticket.scope().stop.get_token());
   try {
-    co_await with_stop_token(std::move(t), s.stop.get_token());
+    co_await std::move(t);
   } catch (const std::system_error& e) {
     // A cancel the scope's stop caused is the stop's doing, not a failure of its own.
+    scope_state& s = ticket.scope();
     if (e.code().value() != ECANCELED || !s.stop.stop_requested()) s.fail(std::current_exception());
   } catch (...) {
-    s.fail(std::current_exception());
+    ticket.scope().fail(std::current_exception());
   }
   ticket.end();
 }

@@ -36,16 +36,16 @@ ring_mapping map_ring(std::uint32_t count, std::uint32_t size, const char* who);
 int register_ring(executor& ex, const ring_mapping& m, std::uint16_t& group, unsigned flags = 0);
 
 // A stream receiving with the pool: it holds buffers (counted here, against the pool's per-stream limit),
-// and may wait for one to come back (its receive found the pool empty).
+// and may wait for one to come back (its receive found the pool empty). Always part of a leased receive's
+// state, which reacts to both calls (leased_recv.cpp): no virtual table, since that state is part of
+// every idle connection's cost.
 struct pool_waiter {
-  // A buffer went back to the pool while this stream waited for one.
-  virtual void on_buffer_returned() noexcept = 0;
-  // One of this stream's own buffers went back (a lease returned): it may be under its limit again.
-  virtual void on_own_returned() noexcept = 0;
   std::uint32_t held = 0;  // buffers of the pool this stream holds: queued in it, leased, being filled
 
- protected:
-  ~pool_waiter() = default;
+  // A buffer went back to the pool while this stream waited for one.
+  void on_buffer_returned() noexcept;
+  // One of this stream's own buffers went back (a lease returned): it may be under its limit again.
+  void on_own_returned() noexcept;
 };
 
 struct pool_state {

@@ -31,8 +31,10 @@
 
 #include <cerrno>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,13 +50,13 @@ namespace uring::detail {
 
 struct recv_state;
 
-struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<recv_state> {
+struct recv_state final : operation, std::enable_shared_from_this<recv_state>, pool_waiter {
   recv_state(int source_fd, pool_state& p, bool reads)
       : fd(source_fd),
-        pool(&p),
-        ex(p.ex),
         reading(reads),
-        multishot_read(reads && ex->plan().read_multishot && p.per_stream >= p.count && !p.incremental) {
+        multishot_read(reads && p.ex->plan().read_multishot && p.per_stream >= p.count && !p.incremental),
+        pool(&p),
+        ex(p.ex) {
     p.add_ref();
     complete = &on_complete;
     multishot = true;
@@ -62,6 +64,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   recv_state(const recv_state&) = delete;
   recv_state& operator=(const recv_state&) = delete;
   ~recv_state() {
+    watch.reset();  // waits for a stop_watch running on another thread
     give_back_chunks();
     pool->forget(*this);  // its leases still out return to the pool alone
     pool->unref();
@@ -73,25 +76,30 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     char* data;
   };
 
+  // Ordered so that the fields pack after the bases (this state is part of every connection's cost).
   int fd;
-  pool_state* pool;
-  executor* ex;
   bool reading;  // read(2) from a pipe, FIFO or eventfd rather than recv(2) from a socket
   // Ring: one multishot read stays armed (else one read per chunk). Only where the stream may hold the
   // whole pool: the kernel fills a buffer per chunk for as long as the fd has data and the ring has
   // buffers, before any completion is seen, so a smaller share could not hold (nor any share where chunks
   // share buffers: incremental pools).
   bool multishot_read;
-  // Received, not yet taken (at most the pool's per-stream limit), from ready[head]. A vector, not a
-  // deque: an empty one allocates nothing, and an idle connection should cost as little as possible.
-  std::vector<chunk> ready;
-  std::size_t head = 0;
-  int error = 0;            // for the next recv to throw
   bool eof = false;         // sticky: every later recv yields an empty lease
   bool abandoned = false;   // the stream is gone
   bool hungry = false;      // waiting in the pool for a buffer to come back
   bool cancelling = false;  // we asked for the request in flight to be cancelled
   bool capped = false;      // holds its limit of buffers: receives again when one of them comes back
+  // Ring: the last receive took less than it had room for, so the socket is probably empty and the next
+  // one polls first (kPollFirst). A server re-arms right after each request arrives, before the client
+  // can have sent the next: there a first try would only fail.
+  bool drained = false;
+  pool_state* pool;
+  executor* ex;
+  // Received, not yet taken (at most the pool's per-stream limit), from ready[head]. A vector, not a
+  // deque: an empty one allocates nothing, and an idle connection should cost as little as possible.
+  std::vector<chunk> ready;
+  std::uint32_t head = 0;
+  int error = 0;  // for the next recv to throw
   // No ring: the buffers a bundled receive in flight fills, in order, and the recvmsg over them. Made for
   // a bundle and dropped when the stream next waits for readability, so an idle stream carries none.
   struct fill_state {
@@ -101,19 +109,23 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   };
   std::unique_ptr<fill_state> fill;
   std::uint64_t armed_at = 0;  // ring: the pool's return count when the recv was armed
-  // Ring: the last receive took less than it had room for, so the socket is probably empty and the next
-  // one polls first (kPollFirst). A server re-arms right after each request arrives, before the client
-  // can have sent the next: there a first try would only fail.
-  bool drained = false;
-  bool readable = false;     // no ring: the last poll said so, and nothing was received since
-  bool eager = false;        // no ring: the last chunk filled its buffer (receive before polling)
-  std::uint16_t one_id = 0;  // no ring: the buffer a receive of one buffer fills (a bundle's are in `fill`)
+  bool readable = false;       // no ring: the last poll said so, and nothing was received since
+  bool eager = false;          // no ring: the last chunk filled its buffer (receive before polling)
+  std::uint16_t one_id = 0;    // no ring: the buffer a receive of one buffer fills (a bundle's are in `fill`)
+  int stop_reason = 0;         // the waiting receive was interrupted: ECANCELED or ETIMEDOUT
   std::coroutine_handle<> waiter;
-  std::uint64_t waits = 0;       // receives that have waited so far: the current one's number
-  int stop_reason = 0;           // the waiting receive was interrupted: ECANCELED or ETIMEDOUT
   std::int64_t deadline_ns = 0;  // the waiting receive's deadline (CLOCK_MONOTONIC), 0: none
   std::unique_ptr<deadline_timer<recv_state>> timer;  // from the first timed receive on
   std::shared_ptr<recv_state> self;                   // while an operation is in flight
+  // The stop token of the waits, watched while they keep using it: one registration serves every wait
+  // under the same token (a server's connection waits under its scope's each time), where one per wait
+  // would lock the token's state twice a wait. Empty while the waits have none.
+  struct stop_watch {
+    recv_state* s;
+    void operator()() const noexcept;  // on any thread, once the token is stopped
+  };
+  std::stop_token watched;
+  std::optional<std::stop_callback<stop_watch>> watch;
 
   [[nodiscard]] const char* name() const noexcept { return reading ? "read_stream" : "recv"; }
   [[nodiscard]] bool in_flight() const noexcept { return state != op_state::idle; }
@@ -259,12 +271,12 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     start();
   }
 
-  void on_buffer_returned() noexcept override {
+  // The pool's calls (pool_waiter).
+  void buffer_came_back() noexcept {
     hungry = false;
     resume_receiving();
   }
-
-  void on_own_returned() noexcept override {
+  void own_came_back() noexcept {
     if (!capped) return;
     capped = false;
     resume_receiving();
@@ -294,6 +306,31 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
     }
   }
 
+  // The wait that begins watches `stop` (registering only when it is another token than the last wait's),
+  // and is interrupted at once if the token is stopped already.
+  void watch_stop(const std::stop_token& stop) {
+    if (!stop.stop_possible()) {
+      unwatch();
+      return;
+    }
+    if (!watch || watched != stop) {
+      watch.reset();
+      watched = stop;
+      watch.emplace(watched, stop_watch{this});
+    }
+    stopped_watch();
+  }
+  void unwatch() noexcept {
+    if (!watch) return;
+    watch.reset();
+    watched = {};
+  }
+  // On the owner thread: the watched token is stopped, so the wait under it (if one waits) ends. A stop
+  // posted late finds the token of the wait there now, which it interrupts only if that one is stopped.
+  void stopped_watch() noexcept {
+    if (watched.stop_requested()) interrupt(ECANCELED);
+  }
+
   // The waiting receive's deadline: interrupt it once passed, else make sure the timer fires by then.
   void check_deadline() noexcept {
     if (!waiter || deadline_ns == 0 || done()) return;
@@ -309,6 +346,7 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
 
   void abandon() noexcept {
     abandoned = true;
+    unwatch();
     waiter = {};
     give_back_chunks();
     if (hungry) {
@@ -452,6 +490,10 @@ struct recv_state final : operation, pool_waiter, std::enable_shared_from_this<r
   }
 };
 
+// A pool_waiter is always a recv_state's.
+void pool_waiter::on_buffer_returned() noexcept { static_cast<recv_state*>(this)->buffer_came_back(); }
+void pool_waiter::on_own_returned() noexcept { static_cast<recv_state*>(this)->own_came_back(); }
+
 }  // namespace uring::detail
 
 namespace uring::net {
@@ -475,8 +517,8 @@ namespace uring::detail {
 
 bool recv_ready(const recv_state& s) noexcept { return s.done(); }
 
-executor* recv_suspend(const std::shared_ptr<recv_state>& state, std::coroutine_handle<> h,
-                       std::int64_t deadline_ns, std::uint64_t* wait) {
+bool recv_suspend(const std::shared_ptr<recv_state>& state, std::coroutine_handle<> h,
+                  std::int64_t deadline_ns, const std::stop_token& stop) {
   executor& ex = executor_access::current("recv");
   recv_state& s = *state;
   if (&ex != s.ex)
@@ -484,24 +526,25 @@ executor* recv_suspend(const std::shared_ptr<recv_state>& state, std::coroutine_
   // A request still in flight keeps going (an earlier receive's, or one being cancelled: its final
   // completion re-arms for this waiter).
   if (!s.in_flight() && !s.hungry) s.start();
-  if (s.done()) return nullptr;  // the pool is closed: nothing was started
+  if (s.done()) return false;  // the pool is closed: nothing was started
   s.waiter = h;
-  *wait = ++s.waits;
   s.deadline_ns = deadline_ns;
-  s.check_deadline();  // may end the wait at once (a timeout of 0): it then resumes on a later turn
-  return &ex;
+  // Either may end the wait at once (a timeout of 0, a token already stopped): it then resumes on a later
+  // turn.
+  s.check_deadline();
+  s.watch_stop(stop);
+  return true;
 }
 
-void recv_stop(const std::weak_ptr<recv_state>& state, executor* owner, std::uint64_t wait) noexcept {
-  auto stop = [](const std::weak_ptr<recv_state>& w, std::uint64_t n) noexcept {
-    if (auto s = w.lock(); s && s->waits == n) s->interrupt(ECANCELED);
-  };
-  if (running_executor() == owner) {
-    stop(state, wait);
+void recv_state::stop_watch::operator()() const noexcept {
+  if (running_executor() == s->ex) {
+    s->stopped_watch();
     return;
   }
   try {
-    owner->post([w = state, wait, stop] { stop(w, wait); });
+    s->ex->post([w = s->weak_from_this()] {
+      if (auto st = w.lock()) st->stopped_watch();
+    });
   } catch (...) {
     // The executor no longer takes work: it is shutting down, which ends the request anyway.
   }

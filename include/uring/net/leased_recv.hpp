@@ -20,7 +20,9 @@
 /// stop or the time comes wins: the receive yields it. The timeout is not a linked timeout (the recv
 /// armed ahead outlives any one receive): the state keeps one timer, armed at the earliest deadline of a
 /// waiting receive and not cancelled when a receive ends early, so a timed receive that finds data costs
-/// nothing extra; the timer re-arms itself when it fires for a deadline that has since moved.
+/// nothing extra; the timer re-arms itself when it fires for a deadline that has since moved. Likewise the
+/// state watches the stop token of its waits with one registration for as long as they use the same one
+/// (a connection's receives under its task's token register it once, not once a wait).
 #pragma once
 
 #include <chrono>
@@ -63,24 +65,15 @@ namespace uring::detail {
 
 /// Out of line (src/net/leased_recv.cpp), so that the state stays incomplete here.
 bool recv_ready(const recv_state& s) noexcept;
-/// Arms the receive if needed (and the timer, if `deadline_ns`, a CLOCK_MONOTONIC time, is not 0) and makes
-/// `h` its waiter. Returns the executor it waits on, or null if the result is there after all (nothing
-/// waits); `*wait` is set to the wait's number (what a stop request names).
-executor* recv_suspend(const std::shared_ptr<recv_state>& s, std::coroutine_handle<> h,
-                       std::int64_t deadline_ns, std::uint64_t* wait);
+/// Arms the receive if needed (and the timer, if `deadline_ns`, a CLOCK_MONOTONIC time, is not 0), makes
+/// `h` its waiter, and ends the wait with ECANCELED when `stop` is stopped (at once if it is already). The
+/// state watches the token for as long as its waits use it: one registration serves them all. Returns
+/// false if the result is there after all (nothing waits).
+bool recv_suspend(const std::shared_ptr<recv_state>& s, std::coroutine_handle<> h, std::int64_t deadline_ns,
+                  const std::stop_token& stop);
 net::leased_buffer recv_resume(recv_state& s);  ///< throws the error
 net::recv_result recv_resume_nothrow(recv_state& s) noexcept;
-/// A stop request for wait number `wait`: ends it with ECANCELED, on the owner thread (posted there from
-/// another). A stop that comes after that wait ended (a post late to run) does nothing.
-void recv_stop(const std::weak_ptr<recv_state>& s, executor* owner, std::uint64_t wait) noexcept;
 std::int64_t monotonic_ns() noexcept;
-
-struct recv_stop_callback {
-  std::weak_ptr<recv_state> state;
-  executor* owner;
-  std::uint64_t wait;
-  void operator()() const noexcept { recv_stop(state, owner, wait); }
-};
 
 }  // namespace uring::detail
 
@@ -109,9 +102,6 @@ class [[nodiscard]] basic_recv_awaitable {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> h) {
-    if constexpr (requires { h.promise().stop_token(); }) {
-      if (!token_.stop_possible()) token_ = h.promise().stop_token();  // none of its own: the task's
-    }
     std::int64_t until = 0;
     if (timeout_) {
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(*timeout_).count();
@@ -121,16 +111,16 @@ class [[nodiscard]] basic_recv_awaitable {
     if (const detail::deadline* limit = detail::deadline_of(h.promise()); limit != nullptr) {
       if (until == 0 || limit->at_ns() < until) until = limit->at_ns();  // the task's deadline is sooner
     }
-    std::uint64_t wait = 0;
-    executor* ex = detail::recv_suspend(state_, h, until, &wait);
-    if (ex == nullptr) return false;
-    // From now on a stop ends this wait (perhaps at once).
-    if (token_.stop_possible()) callback_.emplace(token_, detail::recv_stop_callback{state_, ex, wait});
-    return true;
+    if constexpr (requires { h.promise().stop_token(); }) {
+      if (!token_.stop_possible()) {  // none of its own: the task's, not copied
+        decltype(auto) task_token = h.promise().stop_token();
+        return detail::recv_suspend(state_, h, until, task_token);
+      }
+    }
+    return detail::recv_suspend(state_, h, until, token_);
   }
 
   auto await_resume() {
-    callback_.reset();  // waits for a callback running on another thread
     if constexpr (Throw) {
       return detail::recv_resume(*state_);
     } else {
@@ -156,7 +146,6 @@ class [[nodiscard]] basic_recv_awaitable {
   std::shared_ptr<detail::recv_state> state_;
   std::stop_token token_;
   std::optional<std::chrono::nanoseconds> timeout_;
-  std::optional<std::stop_callback<detail::recv_stop_callback>> callback_;
 };
 
 /// What tcp_stream::recv(pool) returns.
