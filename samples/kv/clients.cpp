@@ -2,6 +2,7 @@
 // LIST, KILL, NO-EVICT; the registry of each executor's connections (clients.hpp) behind LIST and KILL.
 #include <sys/socket.h>
 
+#include <uring/net/address.hpp>
 #include <uring/resp/parser.hpp>
 
 #include <algorithm>
@@ -141,7 +142,8 @@ task<void> client_kill(context& c) {
   for (std::size_t i = 0; i < c.srv.count() && !none; ++i) {
     co_await on_shard(c.srv, c.me, i, [&, i] {
       auto kill = [&](session* s) {
-        if ((!addr.empty() && s->info.addr != addr) || (!laddr.empty() && s->info.laddr != laddr)) return;
+        if ((!addr.empty() && s->info.addr != addr) || (!laddr.empty() && local_address(s->info.fd) != laddr))
+          return;
         if (s == &c.ses) {
           if (skipme) return;
           self = true;
@@ -170,6 +172,13 @@ task<void> client_kill(context& c) {
 }
 
 }  // namespace
+
+std::string local_address(int fd) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return {};
+  return uring::net::address::from_native(reinterpret_cast<const sockaddr*>(&local), len).to_string();
+}
 
 void client_registry::add(session& s) noexcept {
   s.prev = last;
@@ -213,7 +222,7 @@ void client_line(const session& ses, std::int64_t now, std::string& out) {
   if (!i.sub.empty()) cmd += "|" + lower(i.sub);
   field("id", ses.id);
   field("addr", i.addr);
-  field("laddr", i.laddr);
+  field("laddr", local_address(i.fd));
   field("fd", i.fd);
   field("name", ses.name);
   field("age", (now - i.created_ms) / 1000);

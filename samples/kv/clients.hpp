@@ -25,14 +25,14 @@ inline constexpr std::size_t max_client_name = 1024;
 inline constexpr int max_auth_failures = 10;
 
 struct client_info {
-  int fd = -1;
-  std::string addr, laddr;      // peer and local "ip:port"
+  std::string addr;             // the peer's "ip:port" (the local one is asked of the socket when shown)
   std::int64_t created_ms = 0;  // connect (age)
   std::int64_t last_ms = 0;     // the last command's start (idle)
   std::string_view cmd;         // the last command's name, upper case (a static string); empty: none
   std::string_view sub;         // its subcommand (CLIENT, CONFIG), upper case; empty: none
-  bool killed = false;          // CLIENT KILL by another connection: closed at the next chance
-  bool no_evict = false;        // CLIENT NO-EVICT (shown in CLIENT LIST; uring-kv never evicts)
+  int fd = -1;
+  bool killed = false;    // CLIENT KILL by another connection: closed at the next chance
+  bool no_evict = false;  // CLIENT NO-EVICT (shown in CLIENT LIST; uring-kv never evicts)
 };
 
 // An executor's connections, in the order they were listed, which is the order of their ids (a session
@@ -49,6 +49,9 @@ struct client_registry {
   void remove(session& s) noexcept;  // `s` is listed here
   [[nodiscard]] session* find(std::int64_t id) const noexcept;  // null when not listed here
 };
+
+// The local "ip:port" of connection `fd`, empty if the socket cannot tell.
+std::string local_address(int fd);
 
 // Redis's CLIENT LIST line for `ses` (without its '\n'); `now` in clock_ms() time.
 void client_line(const session& ses, std::int64_t now, std::string& out);

@@ -53,13 +53,14 @@ struct server {
 // A connection's state between its commands. Its executor's client_registry lists it (CLIENT LIST reads
 // it there, on that thread only).
 struct session {
+  // Ordered so that the fields pack: a session is part of every idle connection's cost.
   int db = 0;                    // SELECT
+  int proto = 2;                 // HELLO: RESP2 or RESP3
+  int auth_failures = 0;         // failed AUTH and HELLO AUTH: max_auth_failures close the connection
+  bool authenticated = true;     // false until AUTH when --requirepass is set
   std::string name;              // CLIENT SETNAME
   std::int64_t id;               // CLIENT ID: unique over the server's life
   transaction tx;                // MULTI and WATCH
-  int proto = 2;                 // HELLO: RESP2 or RESP3
-  bool authenticated = true;     // false until AUTH when --requirepass is set
-  int auth_failures = 0;         // failed AUTH and HELLO AUTH: max_auth_failures close the connection
   client_info info;              // what CLIENT LIST tells of the connection
   std::int64_t exec_count = -1;  // while EXEC runs its queue: the queue's length (CLIENT LIST's multi=)
   uring::resp::command_parser* input = nullptr;  // while a burst is served: its parser (adopt_value)

@@ -251,9 +251,8 @@ task<void> serve_connection(tcp_stream s, server* srv, std::size_t me, const con
   info.created_ms = info.last_ms = clock_ms();
   try {
     info.addr = s.peer_address().to_string();
-    info.laddr = s.local_address().to_string();
   } catch (const std::exception&) {
-    // Already reset by the peer: its addresses stay empty in CLIENT LIST.
+    // Already reset by the peer: its address stays empty in CLIENT LIST.
   }
   registry.add(ses);
   struct listed {

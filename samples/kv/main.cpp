@@ -247,8 +247,11 @@ void fit_to_fd_limit(config& c) {
   c.limits.max_connections = static_cast<int>(room);
 }
 
+// Accepts on `listener`, each connection a member of `members`: a member costs one frame beyond its
+// task's, where uring::spawn would add a join handle's state too. serve_connection catches what its
+// connection can throw, so no member fails (which would stop the others).
 task<void> accept_loop(const tcp_listener* listener, kv::server* srv, std::size_t me,
-                       const kv::connection_limits* limits) {
+                       const kv::connection_limits* limits, uring::task_scope* members) {
   // Freed with this frame, after every operation has ended (executor_group's stop), before the executor.
   uring::net::buffer_pool pool({.count = kv::receive_buffers,
                                 .size = kv::receive_buffer_size,
@@ -270,7 +273,7 @@ task<void> accept_loop(const tcp_listener* listener, kv::server* srv, std::size_
       continue;
     }
     if (backoff.delay().count() > 0) std::fputs(backoff.succeeded("uring-kv").c_str(), stderr);
-    uring::spawn(kv::serve_connection(std::move(s), srv, me, limits));
+    members->spawn(kv::serve_connection(std::move(s), srv, me, limits));
   }
 }
 
@@ -314,6 +317,10 @@ int main(int argc, char** argv) {
   }
   srv.pools.resize(srv.shards.size());
   int status = 0;
+  // Each executor's connections. Destroyed after the group, whose stop ends them (their frames go with
+  // their executors), so that nothing is left to wait for.
+  std::vector<std::unique_ptr<uring::task_scope>> connections;
+  for (int i = 0; i < c.threads; ++i) connections.push_back(std::make_unique<uring::task_scope>());
   try {
     uring::executor_options opts;
     opts.backend = c.backend;
@@ -335,7 +342,7 @@ int main(int argc, char** argv) {
     srv.group = &group;
     srv.backend = to_string(group.at(0).plan().backend);
     for (std::size_t i = 0; i < group.size(); ++i) {
-      uring::spawn(group.at(i), accept_loop(&listeners[i], &srv, i, &c.limits));
+      uring::spawn(group.at(i), accept_loop(&listeners[i], &srv, i, &c.limits, connections[i].get()));
       uring::spawn(group.at(i), expiry_loop(&srv, i));
     }
     std::printf("uring-kv: listening on %s (%d threads, %s backend)\n", where.to_string().c_str(), c.threads,
