@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include <uring/http/parser.hpp>
@@ -36,14 +37,45 @@ struct between_bursts {
   std::size_t unacknowledged_at_most = 0;
 };
 
+// What a burst of requests works with: the parser and the answers gathered.
+struct burst_state {
+  uring::http::request_parser parser{uring::http::limits{.max_body = max_body}};
+  std::string out;    // answers gathered, at most about out_limit + small_file bytes
+  std::string stash;  // bytes received while pausing, for the parser
+};
+
+// Burst states kept by each worker's thread between bursts, rather than by the connections: a connection
+// with no request pending holds none, and a burst takes one without allocating. At most spare_states are
+// kept, each with at most spare_room of answers' capacity.
+constexpr std::size_t spare_states = 16;
+constexpr std::size_t spare_room = 4 * 1024;
+thread_local std::vector<std::unique_ptr<burst_state>> spares;
+
+std::unique_ptr<burst_state> take_state() {
+  if (spares.empty()) return std::make_unique<burst_state>();
+  std::unique_ptr<burst_state> st = std::move(spares.back());
+  spares.pop_back();
+  return st;
+}
+
+// Keeps `st` for the next burst: the parser has nothing buffered (it is between requests) and the answers
+// were sent.
+void keep_state(std::unique_ptr<burst_state> st) {
+  if (spares.size() >= spare_states || st->out.capacity() > spare_room || st->stash.capacity() > spare_room)
+    return;
+  st->out.clear();
+  st->stash.clear();
+  spares.push_back(std::move(st));
+}
+
 // One burst's link and what waits to go in and out of it.
 struct connection {
   link l;
   worker& w;
   uring::net::buffer_pool* pool;  // leased receives (plain links on a worker with a pool), else null
   between_bursts& kept;
-  std::string out;           // answers gathered, at most about out_limit + small_file bytes
-  std::string stash;         // bytes received while pausing, for the parser
+  std::string& out;          // the burst state's
+  std::string& stash;        // the burst state's
   bool read_filled = false;  // the last copying read filled its room: more may wait, the next gets read_room
 };
 
@@ -240,15 +272,21 @@ namespace {
 
 // Answers the requests of a burst in order: from the chunk `first` that woke a leased connection (returned
 // to the pool here), until none is pending (leased: true, and the caller waits for the next bytes) or the
-// connection is to close (false). The parser and the answers live in this frame, so that a connection with
-// no request pending holds neither; not inlined, so that the frame is not elided into the caller's.
+// connection is to close (false). The parser and the answers are a burst state, given back to the
+// thread's spares when none is pending, so that a connection with no request pending holds neither; not
+// inlined, so that this frame is not elided into the caller's.
 [[gnu::noinline]] task<bool> answer_burst(link l, worker& w, const http_config& c, between_bursts& kept,
                                           uring::net::leased_buffer* first) {
-  connection conn{
-      .l = l, .w = w, .pool = l.secure() ? nullptr : w.pool, .kept = kept, .out = {}, .stash = {}};
+  std::unique_ptr<burst_state> st = take_state();
+  connection conn{.l = l,
+                  .w = w,
+                  .pool = l.secure() ? nullptr : w.pool,
+                  .kept = kept,
+                  .out = st->out,
+                  .stash = st->stash};
   std::string& out = conn.out;
   try {
-    uring::http::request_parser parser(uring::http::limits{.max_body = max_body});
+    uring::http::request_parser& parser = st->parser;
     if (first != nullptr) {
       parser.feed(first->view());
       first->reset();
@@ -287,7 +325,10 @@ namespace {
       if (!open) break;
       if (!conn.stash.empty()) continue;  // the flush paused: what it took in is parsed before reading more
       if (answered) kept.deadline = std::chrono::steady_clock::now() + c.header_timeout;
-      if (conn.pool != nullptr && parser.buffered() == 0) co_return true;  // none pending: the caller waits
+      if (conn.pool != nullptr && parser.buffered() == 0) {  // none pending: the caller waits
+        keep_state(std::move(st));
+        co_return true;
+      }
       // The next bytes into the parser before the deadline, unless the drain comes first: the count, 0 at
       // end of stream, or -errno.
       const auto left =
