@@ -53,6 +53,14 @@ def fail(msg):
     failures.append(msg)
 
 
+def sanitized(binary):
+    """Whether `binary` was built with ASan or TSan. Their allocators keep freed memory in quarantine and
+    pad every block, so its RSS says nothing of the program's own: RSS bounds are not applied to it."""
+    with open(binary, "rb") as f:
+        image = f.read()
+    return b"__asan_init" in image or b"__tsan_init" in image
+
+
 def die_with_parent():
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
