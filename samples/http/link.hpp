@@ -46,7 +46,7 @@ class link {
   [[nodiscard]] uring::task<void> close_write() const;
 
  private:
-  uring::net::tcp_stream* socket_;  // TLS: the stream under it
+  uring::net::tcp_stream* socket_;  // the stream itself, or the one under TLS
   uring::tls::tls_stream* tls_ = nullptr;
 };
 
