@@ -1,6 +1,10 @@
 // NOP throughput at N requests per io_uring_enter:
 //   raw_plain       liburing, ring fd not registered (every enter does fdget/fdput)
 //   raw_registered  liburing, ring fd registered (IORING_ENTER_REGISTERED_RING) — the mechanism's limit
+//   raw_coroutine   the least any coroutine library adds to raw_registered: N bare coroutines on the same
+//                   ring, each awaiting a NOP that its await_suspend writes into the SQ; the loop enters
+//                   once a turn and resumes each CQE's coroutine with its result. No executor, no error
+//                   path, no bookkeeping: the floor under `uring`.
 //   uring           our executor: N coroutines each looping `co_await uring::nop()`; the loop submits the
 //                   turn's N SQEs in one enter, exactly like the raw loop.
 //   emulated        the same coroutines on the emulated backend (no syscall per nop at all: an upper
@@ -18,9 +22,12 @@
 #include <benchmark/benchmark.h>
 #include <liburing.h>
 
+#include <coroutine>
+#include <exception>
 #include <semaphore>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <uring/uring.hpp>
 
@@ -29,8 +36,10 @@
 
 namespace uring::bench {
 
-void raw_nops(benchmark::State& state, bool registered, bool sqpoll) {
-  const auto batch = static_cast<unsigned>(state.range(0));
+namespace {
+
+// A ring as the executor sets one up by default; the fd registered if `registered`.
+io_uring make_nop_ring(bool registered, bool sqpoll) {
   io_uring ring;
   io_uring_params params{};
   // The kernel refuses COOP_TASKRUN with SQPOLL; the executor's plan drops it the same way.
@@ -40,6 +49,14 @@ void raw_nops(benchmark::State& state, bool registered, bool sqpoll) {
     throw std::runtime_error("io_uring_queue_init_params");
   if (registered && io_uring_register_ring_fd(&ring) != 1)
     throw std::runtime_error("io_uring_register_ring_fd");
+  return ring;
+}
+
+}  // namespace
+
+void raw_nops(benchmark::State& state, bool registered, bool sqpoll) {
+  const auto batch = static_cast<unsigned>(state.range(0));
+  io_uring ring = make_nop_ring(registered, sqpoll);
   io_uring_cqe* cqes[256];
   const thread_cpu start = thread_cpu::now();
   while (state.KeepRunningBatch(batch)) {
@@ -110,6 +127,76 @@ void executor_nops(benchmark::State& state, uring::backend_kind backend, bool re
   }
 }
 
+// The bare coroutine floor: a coroutine that starts at once and stays suspended at its end, and a NOP
+// awaitable that is its own CQE's user_data (the loop stores the result in it and resumes its waiter).
+struct bare_task {
+  struct promise_type {
+    bare_task get_return_object() noexcept {
+      return {std::coroutine_handle<promise_type>::from_promise(*this)};
+    }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+  std::coroutine_handle<promise_type> handle;
+};
+
+struct bare_nop {
+  io_uring* ring;
+  std::coroutine_handle<> waiter{};
+  int res = 0;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) noexcept {
+    waiter = h;
+    io_uring_sqe* sqe = io_uring_get_sqe(ring);
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data(sqe, this);
+  }
+  int await_resume() const noexcept { return res; }
+};
+
+bare_task bare_nop_loop(io_uring* ring, benchmark::State* clock, unsigned batch, const bool* stop,
+                        long* sum) {
+  long mine = 0;
+  if (clock != nullptr) {
+    while (clock->KeepRunningBatch(batch)) mine += co_await bare_nop{ring} == 0;
+  } else {
+    while (!*stop) mine += co_await bare_nop{ring} == 0;
+  }
+  *sum += mine;
+}
+
+void BM_raw_coroutine(benchmark::State& state) {
+  const auto batch = static_cast<unsigned>(state.range(0));
+  io_uring ring = uring::bench::make_nop_ring(true, false);
+  bool done = false;
+  long total = 0;
+  std::vector<bare_task> tasks;
+  for (unsigned i = 1; i < batch; ++i) tasks.push_back(bare_nop_loop(&ring, nullptr, batch, &done, &total));
+  const thread_cpu start = thread_cpu::now();
+  bare_task root = bare_nop_loop(&ring, &state, batch, &done, &total);
+  io_uring_cqe* cqes[256];
+  for (unsigned queued = io_uring_sq_ready(&ring); queued > 0; queued = io_uring_sq_ready(&ring)) {
+    io_uring_submit_and_wait(&ring, queued);
+    const unsigned got = io_uring_peek_batch_cqe(&ring, cqes, 256);
+    for (unsigned i = 0; i < got; ++i) {
+      auto* op = static_cast<bare_nop*>(io_uring_cqe_get_data(cqes[i]));
+      op->res = cqes[i]->res;
+      op->waiter.resume();
+    }
+    io_uring_cq_advance(&ring, got);
+    if (root.handle.done() && !done) {
+      thread_cpu::now().report(state, start);
+      done = true;  // the others end at their next resume
+    }
+  }
+  root.handle.destroy();
+  for (bare_task& t : tasks) t.handle.destroy();
+  state.SetItemsProcessed(total);
+  io_uring_queue_exit(&ring);
+}
+
 void BM_uring(benchmark::State& state) { executor_nops(state, uring::backend_kind::native); }
 void BM_emulated(benchmark::State& state) { executor_nops(state, uring::backend_kind::emulated); }
 // The same on a ring restricted to nop (executor_options::allowed_ops): the kernel checks every SQE
@@ -172,6 +259,7 @@ BENCHMARK(threaded<BM_uring>)
     ->UseRealTime();
 BENCHMARK(BM_raw_plain)->Name("nop/raw_plain")->Arg(1)->Arg(32);
 BENCHMARK(BM_raw_registered)->Name("nop/raw_registered")->Arg(1)->Arg(32);
+BENCHMARK(BM_raw_coroutine)->Name("nop/raw_coroutine")->Arg(1)->Arg(32);
 BENCHMARK(BM_uring)->Name("nop/uring")->Arg(1)->Arg(32);
 BENCHMARK(BM_emulated)->Name("nop/emulated")->Arg(1)->Arg(32);
 BENCHMARK(BM_uring_restricted)->Name("nop/uring_restricted")->Arg(1)->Arg(32);

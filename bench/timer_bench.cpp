@@ -3,6 +3,10 @@
 //   timer/uring          co_await uring::sleep_for(0ns)
 //   timer/emulated       the same on the emulated backend (the timer heap + a zero-timeout epoll_pwait2)
 //   cancel/raw_liburing  a read on an empty pipe, then an ASYNC_CANCEL for it; wait for both CQEs
+//   cancel/raw_stop_token  raw_liburing plus what a std::stop_token costs any library that takes one: a
+//                        stop_source per round trip (its shared state is allocated), a stop_callback
+//                        registered around the read whose callback queues the ASYNC_CANCEL, the stop
+//                        request: the floor under cancel/uring
 //   cancel/uring         the same work: a read on an empty pipe, awaited with a stop token, goes to the
 //                        kernel in one enter; on the next turn request_stop() queues an ASYNC_CANCEL for it,
 //                        and the second enter waits for both CQEs (the read fails ECANCELED). A stop in the
@@ -66,17 +70,26 @@ void timer_ours(benchmark::State& state, uring::backend_kind backend) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_cancel_raw(benchmark::State& state) {
+// The raw cancel round trip; with `stop_token`, the ASYNC_CANCEL is queued by a stop_callback that a
+// stop_source's request runs (cancel/raw_stop_token).
+void raw_cancels(benchmark::State& state, bool stop_token) {
   io_uring ring = make_raw_ring();
   int p[2];
   if (::pipe(p) != 0) throw std::runtime_error("pipe");
   char buf[1];
+  auto cancel_read = [&ring] { io_uring_prep_cancel64(io_uring_get_sqe(&ring), 1, 0); };
   for (auto _ : state) {
     io_uring_sqe* read = io_uring_get_sqe(&ring);
     io_uring_prep_read(read, p[0], buf, 1, 0);
     io_uring_sqe_set_data64(read, 1);
     io_uring_submit(&ring);
-    io_uring_prep_cancel64(io_uring_get_sqe(&ring), 1, 0);
+    if (stop_token) {
+      std::stop_source source;
+      const std::stop_callback cancel(source.get_token(), cancel_read);
+      source.request_stop();
+    } else {
+      cancel_read();
+    }
     io_uring_submit_and_wait(&ring, 2);
     reap(ring, 2);
   }
@@ -85,6 +98,9 @@ void BM_cancel_raw(benchmark::State& state) {
   ::close(p[1]);
   io_uring_queue_exit(&ring);
 }
+
+void BM_cancel_raw(benchmark::State& state) { raw_cancels(state, false); }
+void BM_cancel_raw_stop_token(benchmark::State& state) { raw_cancels(state, true); }
 
 // What the stopping coroutine reads: the round trip's stop source, and how many reads the executor had
 // handed to its backend when the round trip began.
@@ -167,5 +183,6 @@ BENCHMARK(BM_timer_raw)->Name("timer/raw_liburing/1");
 BENCHMARK(BM_timer_uring)->Name("timer/uring/1");
 BENCHMARK(BM_timer_emulated)->Name("timer/emulated/1");
 BENCHMARK(BM_cancel_raw)->Name("cancel/raw_liburing/1");
+BENCHMARK(BM_cancel_raw_stop_token)->Name("cancel/raw_stop_token/1");
 BENCHMARK(BM_cancel_uring)->Name("cancel/uring/1");
 BENCHMARK(BM_cancel_emulated)->Name("cancel/emulated/1");

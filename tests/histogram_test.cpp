@@ -161,6 +161,20 @@ TEST_P(Histograms, LatenciesCountEveryOperationByKindAndAtLeastItsWait) {
   EXPECT_GE(h.asleep_us.sum(), 20'000u);
 }
 
+// A nop started by the coroutine that a timer's completion resumed, after the loop waited for it: its
+// latency is the nop's, not the wait's (the loop reads its clock after waiting).
+TEST_P(Histograms, ALatencyStartsWhenTheOperationDoesNotBeforeTheWait) {
+  uring::executor ex(with_histograms());
+  ex.run([]() -> task<void> {
+    co_await uring::sleep_for(200ms);
+    co_await uring::nop();
+  }());
+  const uring::executor_histograms h = ex.histograms();
+  ASSERT_EQ(h.latency(op_kind::nop)->count(), 1u);
+  EXPECT_LT(h.latency(op_kind::nop)->max(), 100'000u);  // µs
+  EXPECT_GE(h.latency(op_kind::timeout)->max(), 200'000u);
+}
+
 TEST_P(Histograms, AGroupsHistogramsAreTheSumOfItsExecutors) {
   uring::executor_histograms total;
   std::uint64_t nops_run = 0;

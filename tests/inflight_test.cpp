@@ -162,6 +162,34 @@ TEST_P(Inflight, ReadsPastAFullSqAreListedOnce) {
   }(pipes));
 }
 
+// A coroutine resumed by the completion that ended a long wait starts a read: the read's age counts from
+// then, not from before the wait (the loop reads its clock after waiting).
+TEST_P(Inflight, AnOperationStartedAfterALongWaitIsAgedFromItsStart) {
+  pipe_pair p;
+  run([](int fd) -> task<void> {
+    executor& ex = *executor::current();
+    std::stop_source stop;
+    std::chrono::steady_clock::time_point started{};
+    auto reader =
+        uring::spawn([](int f, std::stop_token t, std::chrono::steady_clock::time_point* at) -> task<int> {
+          co_await uring::sleep_for(300ms);  // nothing else to run: the loop waits in the kernel
+          *at = std::chrono::steady_clock::now();
+          co_return co_await read_one(f, "after the wait", std::move(t));
+        }(fd, stop.get_token(), &started));
+    std::vector<inflight_op> reads;
+    for (int i = 0; i < 100 && reads.empty(); ++i) {
+      co_await uring::sleep_for(i == 0 ? 400ms : 20ms);
+      reads = reads_of(ex.inflight());
+    }
+    const auto age =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    EXPECT_EQ(reads.size(), 1u);
+    for (const inflight_op& r : reads) EXPECT_LE(r.age, age + 25ms) << uring::to_string(r);  // a tick or two
+    stop.request_stop();
+    EXPECT_EQ(co_await std::move(reader), -ECANCELED);
+  }(p.read_end.get()));
+}
+
 TEST_P(Inflight, TheExecutorsOwnRequestsAreNotListed) {
   run([]() -> task<void> {
     co_await uring::sleep_for(1ms);  // the executor sleeps: its wake-up read is armed meanwhile

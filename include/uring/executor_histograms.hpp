@@ -32,8 +32,9 @@ struct executor_histograms {
   histogram asleep_us;
   /// Per turn that resumed coroutines: the microseconds they ran.
   histogram user_us;
-  /// By operation kind (indexed by detail::op_code): microseconds from the turn that started the
-  /// operation to the reap that delivered its final completion. Empty without the option.
+  /// By operation kind (indexed by detail::op_code): microseconds from the operation's start (the loop's
+  /// clock, read as each turn starts and after its wait) to the reap that delivered its final completion.
+  /// Empty without the option.
   std::vector<histogram> latency_us;
   /// Per hand-off from another executor that keeps histograms too (resume_on, submit_to, a spawn there, a
   /// channel's wake-up): microseconds from the sender's turn to the hand-off's run here.

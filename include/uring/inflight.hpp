@@ -9,8 +9,11 @@
 /// Every operation a coroutine awaits is listed from the moment it is started until its final completion
 /// is reaped: queued for the turn's enter, held by the kernel, or waiting in the emulation. The executor's
 /// own requests (its wake-up read, shutdown's grace timer) are not. Ages come from the coarse monotonic
-/// clock read once per turn, so they are exact to a few milliseconds (the kernel's tick), which is what
-/// finding a stuck operation needs, at the cost of two stores per operation.
+/// clock read once per turn, after the turn's wait in the kernel (so an operation started by a completion
+/// that ended a long wait is not aged by the wait): exact to a few milliseconds (the kernel's tick), which is
+/// what finding a stuck operation needs, at the cost of two stores per operation. A coroutine that holds
+/// the loop for longer (a stall, executor_options::stall_after) ages what the turn starts after it by as
+/// much.
 #pragma once
 
 #include <chrono>

@@ -96,7 +96,7 @@ struct executor::impl {
   std::uint32_t reap_us = 0;       // the fine clock as the batch being dispatched was reaped
   std::uint64_t counted_sqes = 0;  // stats.sqes when sqes_per_submit last looked
   static std::uint32_t fine_now_us() noexcept;
-  void start_turn_clock() noexcept {  // each turn, with queue.now_ms
+  void start_turn_clock() noexcept {  // as each turn starts and after its wait
     if (keeping_histograms) [[unlikely]]
       queue.now_us = fine_now_us();
   }

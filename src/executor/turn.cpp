@@ -168,14 +168,16 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
   } scope(im, this);
 
   if (root) im.ready.push_back(root);
+  im.queue.now_ms = detail::coarse_now_ms();
   try {
     for (;;) {
-      im.queue.now_ms = detail::coarse_now_ms();
       im.start_turn_clock();
       if (im.watch_stalls)
         im.turns.store(im.turns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      im.run_remote();
-      im.run_ready();
+      // Tested here, not in the calls: most turns of a busy loop have neither, and a call each would cost
+      // more than the test.
+      if (!im.remote.empty()) im.run_remote();
+      if (!im.ready.empty()) im.run_ready();
       if (im.failure) {
         im.shutdown();
         std::rethrow_exception(std::exchange(im.failure, nullptr));
@@ -191,6 +193,10 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
       }
       im.keep_watchdog_armed();
       im.submit_and_maybe_sleep();
+      // Read after the wait, which may have lasted minutes: what the reaped completions start is stamped
+      // with now. The next turn's posts and ready coroutines use it too: only their run lies between.
+      im.queue.now_ms = detail::coarse_now_ms();
+      im.start_turn_clock();
       im.reap_and_complete();
     }
   } catch (...) {

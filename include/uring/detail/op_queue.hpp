@@ -84,8 +84,9 @@ struct op_queue {
   // Every user operation from its start to its final completion (executor::inflight), and the turn's
   // clocks its entries are stamped with.
   live_registry live;
-  std::uint32_t now_ms = 0;  // CLOCK_MONOTONIC_COARSE in ms, read once per turn
-  std::uint32_t now_us = 0;  // CLOCK_MONOTONIC in µs, read once per turn with latency histograms, else 0
+  std::uint32_t now_ms = 0;  // CLOCK_MONOTONIC_COARSE in ms, read after each turn's wait
+  std::uint32_t now_us = 0;  // CLOCK_MONOTONIC in µs, as each turn starts and after its wait, with
+                             // latency histograms; else 0
 
   [[nodiscard]] bool listed(const operation& op) const noexcept { return live.contains(op); }
   [[gnu::always_inline]] void enlist(operation& op) noexcept {
