@@ -7,7 +7,8 @@ command sequences over raw RESP sockets, one connection each per sequence, and r
 replies. Sequences (tests/kv_compat_cases.py): hand-written lists for every command uring-kv supports,
 error cases included (arity, non-integers, syntax errors, unbalanced quotes in inline commands), then a
 seeded random sequence of string, key and expiry commands over a small key space (KV_COMPAT_SEED picks
-another seed).
+another seed). Then again pipelined, 64 commands a write: every sequence that is only commands, and a longer
+random one.
 
 Normalisation, only where the reply is inherently different (NORMALISED below):
   INFO                          both bulk (RESP3: verbatim) strings (contents differ: versions, counters)
@@ -305,7 +306,7 @@ def same(step, want, got, keys_of_redis):
     if name in TOLERANCE:
         return within(wv, gv, TOLERANCE[name])
     if name == "KEYS":
-        return isinstance(wv, list) and isinstance(gv, list) and sorted(wv) == sorted(gv)
+        return isinstance(wv, list) and isinstance(gv, list) and sorted(wv, key=repr) == sorted(gv, key=repr)
     if name == "RANDOMKEY":
         return (wv is None and gv is None) or (isinstance(gv, bytes) and wv is not None and gv in keys_of_redis)
     return False
@@ -394,6 +395,39 @@ def run(label, seq, redis_port, kv_port):
     return ok
 
 
+def pipelinable(seq):
+    """Whether `seq` is only commands (argument lists or inline bytes) whose replies need no second look."""
+    return all(isinstance(s, (list, bytes)) and name_of(s)[0] != "RANDOMKEY" for s in seq)
+
+
+def run_pipelined(label, seq, redis_port, kv_port, chunk=64):
+    """Sends `seq` to both servers `chunk` commands at a time, each chunk in one write, then compares the
+    replies in order: what a pipelining client sees (on several shards, consecutive commands bound for
+    another shard go there together)."""
+    r, k = open_pair(redis_port, kv_port, label)
+    ok = True
+    try:
+        for at in range(0, len(seq), chunk):
+            part = seq[at:at + chunk]
+            data = b"".join(s if isinstance(s, bytes) else encode(s) for s in part)
+            r.send(data)
+            k.send(data)
+            for i, step in enumerate(part):
+                want = r.reply()
+                try:
+                    got = k.reply()
+                except (EOFError, ConnectionResetError):
+                    fail("%s[%d] %r: uring-kv closed the connection; redis replied %r" % (label, at + i, step, want[0]))
+                    return False
+                if not same(step, want, got, []):
+                    fail("%s[%d] %r:\n    redis    %r\n    uring-kv %r" % (label, at + i, step, want[0], got[0]))
+                    ok = False
+    finally:
+        r.close()
+        k.close()
+    return ok
+
+
 @contextlib.contextmanager
 def both_servers(binary, backend, shards, redis_args=(), kv_args=()):
     """Starts redis-server and uring-kv; yields (redis port, uring-kv port); kills both by pid at the end."""
@@ -438,6 +472,15 @@ def main():
         seed = int(os.environ.get("KV_COMPAT_SEED", "4242"))
         seq = [["FLUSHALL"]] + random_sequence(random.Random(seed), 600)
         if not run("random(seed %d)" % seed, seq, redis_port, kv_port):
+            print("replay with KV_COMPAT_SEED=%d" % seed)
+        total += len(seq)
+        # The same, pipelined: every case that is only commands, then another random sequence.
+        for label, case in cases():
+            if pipelinable(case):
+                run_pipelined("pipelined " + label, [["FLUSHALL"]] + case, redis_port, kv_port)
+                total += len(case) + 1
+        seq = [["FLUSHALL"]] + random_sequence(random.Random(seed + 1), 2000)
+        if not run_pipelined("pipelined random(seed %d)" % (seed + 1), seq, redis_port, kv_port):
             print("replay with KV_COMPAT_SEED=%d" % seed)
         total += len(seq)
         names = sorted(IMPLEMENTED)

@@ -7,6 +7,7 @@
 #include <uring/resp/parser.hpp>
 
 #include "command_table.hpp"
+#include "forward_batch.hpp"
 
 namespace kv {
 
@@ -153,7 +154,19 @@ task<bool> abort_exec(context c, std::string why) {
 
 }  // namespace
 
-command_run execute(server& srv, std::size_t me, session& ses, args_t args, reply& out) {
+std::size_t forwarded_to(const server& srv, std::size_t me, const session& ses, args_t args) noexcept {
+  // execute's path to its single-key branch: known, of a fitting arity, allowed, not queued by MULTI.
+  const spec* sp = lookup(args[0]);
+  if (sp == nullptr || sp->single == nullptr || !arity_fits(sp->arity, args.size()) || ses.tx.active ||
+      !allowed_before_auth(srv, ses, sp->name)) {
+    return forward_batch::none;
+  }
+  const std::size_t i = kv::shard_of(args[1], srv.count());
+  return i != me ? i : forward_batch::none;
+}
+
+command_run execute(server& srv, std::size_t me, session& ses, args_t args, reply& out,
+                    forward_batch* batch) {
   const spec* sp = lookup(args[0]);
   if (sp == nullptr) {
     resp::append_error(out.text(), unknown_command(args));
@@ -193,7 +206,13 @@ command_run execute(server& srv, std::size_t me, session& ses, args_t args, repl
   if (sp->single != nullptr) {
     std::size_t i = kv::shard_of(args[1], srv.count());
     count_keyed(srv, me, i != me);
-    if (i != me) return command_run(run_elsewhere(srv, me, ses, args, out, sp->single, i));
+    if (i != me) {
+      if (batch != nullptr && batch->takes(i, args)) {
+        batch->add(i, sp->single, ses.db, args);
+        return command_run(true);
+      }
+      return command_run(run_elsewhere(srv, me, ses, args, out, sp->single, i));
+    }
     // A value replied comes back shared, so a long one is sent from the store, not copied.
     shard_reply r{out.text(), nullptr, false, out.resp3(), ses.input};
     sp->single(srv.shards[me]->db[ses.db], args, r);

@@ -92,10 +92,18 @@ class [[nodiscard]] command_run {
   uring::task<bool> rest_;
 };
 
+class forward_batch;
+
 // Runs one command, its reply into `out` (a long one written as it forms: see reply::must_flush); the
 // caller awaits what it returns. `args` points into the connection's parser, which is not touched until
-// that await ends.
-command_run execute(server& srv, std::size_t me, session& ses, args_t args, reply& out);
+// that await ends. With `batch`, a single-key command bound for another shard that the batch takes joins
+// it instead (its reply comes when the caller runs the batch), so the caller runs a batch that does not
+// take the next command (forwarded_to) before executing that one.
+command_run execute(server& srv, std::size_t me, session& ses, args_t args, reply& out,
+                    forward_batch* batch = nullptr);
+// The shard that execute forwards `args` to as a single-key command on another shard's key, or
+// forward_batch::none for any other command (refused, queued, local, visiting several shards).
+std::size_t forwarded_to(const server& srv, std::size_t me, const session& ses, args_t args) noexcept;
 
 // One command being run: what a command body needs.
 struct context {

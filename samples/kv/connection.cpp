@@ -1,6 +1,7 @@
 // samples/kv/connection.cpp — one uring-kv client's connection (connection.hpp).
 #include "connection.hpp"
 
+#include "forward_batch.hpp"
 #include "inline.hpp"
 
 #include <sys/socket.h>
@@ -153,6 +154,9 @@ uring::task<void> pause_receiving(void* side) {
   if (side.pool.uses_ring()) out.before_waiting(pause_receiving, &side, ses.unacknowledged);
   std::vector<std::string> words;  // an inline command's arguments, unquoted
   std::vector<std::string_view> word_views;
+  // Commands bound for another shard wait here while the ones after them go there too; whatever else comes
+  // first (a command, a refusal, the end of the input) runs them first.
+  forward_batch batch;
   const milliseconds idle = limits->idle;
   bool open = true;
   for (;;) {
@@ -163,6 +167,10 @@ uring::task<void> pause_receiving(void* side) {
         parser.feed(side.stash);  // what a pause took in, before anything more is read
         side.stash.clear();
         continue;
+      }
+      if (!batch.empty() && (st != resp::parse_status::command ||
+                             !batch.takes(forwarded_to(*srv, me, ses, parser.args()), parser.args()))) {
+        co_await batch.run(*srv, out);
       }
       if (st == resp::parse_status::error) {
         if (parser.error().find(too_large) != std::string_view::npos) {
@@ -193,13 +201,14 @@ uring::task<void> pause_receiving(void* side) {
              "sent as commands; connection closed");
         co_return false;  // the replies not yet written go too, as in Redis
       }
-      if (!co_await execute(*srv, me, ses, args, out) || ses.info.killed) {
+      if (!co_await execute(*srv, me, ses, args, out, &batch) || ses.info.killed) {
         open = false;
         break;
       }
       if (idle.count() != 0) deadline = steady::now() + idle;
       if (out.must_flush()) co_await out.flush();
     }
+    if (!batch.empty()) co_await batch.run(*srv, out);
     if (!out.empty()) co_await out.flush();
     // The client has taken every reply before more of its input is read.
     if (!open) co_return false;

@@ -1,0 +1,50 @@
+// samples/kv/forward_batch.cpp — a burst's commands bound for one other shard, in one hop
+// (forward_batch.hpp).
+#include "forward_batch.hpp"
+
+#include <uring/uring.hpp>
+
+#include "commands.hpp"
+
+namespace kv {
+
+bool forward_batch::takes(std::size_t to, args_t args) const noexcept {
+  if (to == none || (!empty() && to != shard_) || commands_.size() == max_commands) return false;
+  std::size_t size = bytes_.size();
+  for (std::string_view a : args) size += a.size();
+  return size <= max_bytes;
+}
+
+void forward_batch::add(std::size_t to, single_fn fn, int db, args_t args) {
+  shard_ = to;
+  commands_.push_back(
+      {fn, db, static_cast<std::uint32_t>(pieces_.size()), static_cast<std::uint32_t>(args.size())});
+  for (std::string_view a : args) {
+    pieces_.push_back({static_cast<std::uint32_t>(bytes_.size()), static_cast<std::uint32_t>(a.size())});
+    bytes_.append(a);
+  }
+}
+
+uring::task<void> forward_batch::run(server& srv, reply& out) {
+  // Views of the copied arguments, made now that no more are added (the bytes no longer move).
+  std::vector<std::string_view> views;
+  views.reserve(pieces_.size());
+  for (const piece& p : pieces_) views.emplace_back(bytes_.data() + p.at, p.size);
+  shard& target = *srv.shards[shard_];
+  co_await uring::submit_to(srv.group->at(shard_), [this, &target, &views, &out] {
+    shard_reply r{out.text(), nullptr, false, out.resp3(), nullptr};
+    for (const command& c : commands_) {
+      c.fn(target.db[c.db], args_t(views.data() + c.first, c.count), r);
+      if (r.has_value) {
+        out.bulk(std::move(r.value));
+        r.has_value = false;
+      }
+    }
+  });
+  commands_.clear();
+  pieces_.clear();
+  bytes_.clear();
+  shard_ = none;
+}
+
+}  // namespace kv
