@@ -173,7 +173,7 @@ struct worker {
   // The executor's receive buffers, shared by its connections (--recv leased); null: each connection
   // copies into a buffer of its own. Set before the executor starts serving, gone with it.
   uring::net::buffer_pool* pool = nullptr;
-  // The executor by a name that stays safe after it is gone (set before it starts serving), and every
+  // The executor by a name that stays safe after it is gone (set before any worker serves), and every
   // worker of the server, this one included: for handlers that gather figures from all of them.
   uring::executor_handle handle;
   const std::vector<std::unique_ptr<worker>>* all = nullptr;
@@ -343,7 +343,9 @@ void run_worker(const char* program, worker_listeners listeners, worker* w, cons
       std::lock_guard lock(w->mutex);
       w->ex = &ex;
     }
-    started->count_down();
+    // Every worker's handle is set before any of them serves: a handler may reach the others through
+    // `all` (the metrics page gathers each executor's figures) from its first connection.
+    started->arrive_and_wait();
     started = nullptr;
     try {
       ex.run(accept_loop(program, listeners, w, handler, d, f->drain_timeout));
