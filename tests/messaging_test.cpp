@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <coroutine>
 #include <latch>
 #include <memory>
 #include <set>
@@ -322,14 +323,25 @@ TEST_P(Messaging, HandOffsUseMsgRingWhereBothSidesCan) {
   }
 }
 
-// A post that finds the mailbox empty rings the owner's doorbell: a CQE sent by
+// Waits until `ex`'s loop sleeps in the kernel (or is about to), at most about ten seconds.
+bool until_asleep(const executor& ex) {
+  for (int i = 0; i < 1'000'000; ++i) {
+    if (uring::detail::executor_access::asleep(ex)) return true;
+    std::this_thread::yield();
+  }
+  return false;
+}
+
+// A post that finds the mailbox empty and the owner asleep rings the owner's doorbell: a CQE sent by
 // IORING_REGISTER_SEND_MSG_RING where the plan says the kernel has it (from any thread, this one has no
-// executor), else the eventfd. One post at a time, each waited for, finds it empty every time.
+// executor), else the eventfd. One post at a time, each waited for and made once the owner sleeps, finds
+// both every time.
 TEST_P(Messaging, APostToAnEmptyMailboxRingsTheDoorbell) {
   const int posts = static_cast<int>(uring::test::scaled(1000));
   executor_group group(1, options());
   for (int i = 0; i < posts; ++i) {
     std::latch ran(1);
+    ASSERT_TRUE(until_asleep(group.at(0)));
     group.at(0).post([&ran] { ran.count_down(); });
     ran.wait();
   }
@@ -345,6 +357,46 @@ TEST_P(Messaging, APostToAnEmptyMailboxRingsTheDoorbell) {
   } else {
     EXPECT_EQ(group.at(0).stats().doorbells, 0u);
   }
+}
+
+// A loop that never sleeps (its coroutine reschedules itself each turn) runs every post at its next turn,
+// and no post rings its doorbell: an awake owner looks at its mailbox before it would sleep, so a wake-up
+// would cost the poster a syscall and the owner a completion for nothing.
+TEST_P(Messaging, APostToAnAwakeOwnerRingsNothing) {
+  struct next_turn {
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) const {
+      uring::detail::executor_access::schedule(*executor::current(), h);
+    }
+    void await_resume() const noexcept {}
+  };
+  const int posts = static_cast<int>(uring::test::scaled(1000));
+  executor_group group(1, options());
+  std::atomic<bool> spinning{false}, done{false};
+  uring::spawn(group.at(0),
+               [](std::atomic<bool>& up, std::atomic<bool>& stop) -> task<void> {
+                 up.store(true);
+                 while (!stop.load()) co_await next_turn{};
+               }(spinning, done))
+      .detach();
+  while (!spinning.load()) std::this_thread::yield();
+  int ran = 0;
+  // Read on the owner's thread by each post: the spawn above woke the sleeping loop, the posts must not.
+  std::uint64_t first = 0, last = 0;
+  for (int i = 0; i < posts; ++i) {
+    std::latch one(1);
+    group.at(0).post([&ran, &one, &first, &last, &ex = group.at(0)] {
+      last = ex.stats().doorbells;
+      if (ran++ == 0) first = last;
+      one.count_down();
+    });
+    one.wait();
+  }
+  done.store(true);
+  group.stop();
+  group.join();
+  EXPECT_EQ(ran, posts);
+  EXPECT_EQ(last, first);
 }
 
 // Posts racing the target's stop: each one either runs or is refused with ESHUTDOWN, none is lost in

@@ -68,7 +68,9 @@ struct executor::impl {
   bool running = false;
   std::size_t resumed = 0;  // coroutines resumed from the ready list, for poll()'s answer
   std::atomic<bool> stop_requested{false};
-  // While the owner waits in the kernel for work: a hint for wakers (executor_access::asleep).
+  // While the owner waits in the kernel for work, or is about to. Posts wake the owner only then
+  // (wake_if_sleeping); the owner raises it before it looks at its mailbox a last time (both sides
+  // sequentially consistent), so a post either sees it or is seen. Also a hint for executor_access::asleep.
   std::atomic<bool> sleeping{false};
 
   // --- The stuck-operation watchdog (watchdog.cpp): a timer of the executor's own, re-armed by the loop
@@ -226,7 +228,8 @@ struct executor::impl {
   static void on_wake(detail::operation* op) noexcept;
   void run_remote() noexcept;
   void refuse_posts();
-  void wake() noexcept;
+  void wake() noexcept;              // the doorbell or the eventfd, and a foreign loop's notify fd
+  void wake_if_sleeping() noexcept;  // the same, the ring's wake only while `sleeping`
   static void signal(int fd) noexcept {
     std::uint64_t one = 1;
     (void)!::write(fd, &one, sizeof one);

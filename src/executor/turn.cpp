@@ -17,7 +17,12 @@ void executor::impl::submit_and_maybe_sleep() {
     return;
   }
   arm_wake();
-  sleeping.store(true, std::memory_order_relaxed);
+  sleeping.store(true, std::memory_order_seq_cst);
+  if (!remote.empty_ordered()) {  // posted before the flag went up, without a wake-up: run it first
+    sleeping.store(false, std::memory_order_relaxed);
+    submit(false);
+    return;
+  }
   if (keeping_histograms) [[unlikely]] {
     const std::uint32_t asleep_from = fine_now_us();
     submit(true);

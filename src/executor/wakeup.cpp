@@ -50,6 +50,16 @@ void executor::impl::wake() noexcept {
   if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) signal(n);  // a foreign loop may drive us
 }
 
+// An owner that is awake runs its mailbox before it sleeps (submit_and_maybe_sleep): waking it would cost a
+// syscall here and a completion there for nothing.
+void executor::impl::wake_if_sleeping() noexcept {
+  if (sleeping.load(std::memory_order_seq_cst)) {
+    wake();
+  } else if (int n = notify_fd.load(std::memory_order_acquire); n >= 0) {
+    signal(n);  // a foreign loop sleeps in its own wait, which `sleeping` does not tell
+  }
+}
+
 void executor::stop() noexcept {
   impl_->stop_requested.store(true, std::memory_order_seq_cst);
   impl_->wake();  // rare enough to wake unconditionally
@@ -60,7 +70,7 @@ namespace detail {
 void executor_access::post_remote(executor& ex, remote_node& node) noexcept {
   node.sent_us = 0;
   auto& im = *ex.impl_;
-  if (im.remote.push(node)) im.wake();
+  if (im.remote.push(node)) im.wake_if_sleeping();
 }
 
 void executor_access::drain_remote(executor& ex) noexcept { ex.impl_->run_remote(); }
@@ -74,7 +84,7 @@ bool executor_access::post_node(executor& ex, remote_node& node) noexcept {
   auto& im = *ex.impl_;
   std::lock_guard lock(im.post_mutex);
   if (im.refusing_posts) return false;
-  if (im.remote.push(node)) im.wake();
+  if (im.remote.push(node)) im.wake_if_sleeping();
   return true;
 }
 

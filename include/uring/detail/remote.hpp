@@ -69,6 +69,11 @@ class remote_queue {
     return old == nullptr;
   }
 
+  // empty(), ordered with the owner's store of its `sleeping` flag (a post either sees the flag or is seen).
+  [[nodiscard]] bool empty_ordered() const noexcept {
+    return head_.load(std::memory_order_seq_cst) == nullptr;
+  }
+
   // Everything posted so far, oldest first.
   remote_node* take_all() noexcept {
     // A plain load first: the owner calls this every turn, and a locked exchange on an empty queue would
