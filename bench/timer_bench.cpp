@@ -102,17 +102,18 @@ void raw_cancels(benchmark::State& state, bool stop_token) {
 void BM_cancel_raw(benchmark::State& state) { raw_cancels(state, false); }
 void BM_cancel_raw_stop_token(benchmark::State& state) { raw_cancels(state, true); }
 
-// What the stopping coroutine reads: the round trip's stop source, and how many reads the executor had
-// handed to its backend when the round trip began.
+// What the stopping coroutine reads: the round trip's stop source, and how many enters the executor had
+// made when the round trip began.
 struct round_trip {
   uring::executor* ex = nullptr;
   std::stop_source* source = nullptr;
-  std::uint64_t reads_before = 0;
+  std::uint64_t enters_before = 0;
 };
 
-// A coroutine that, each time it is resumed, stops the round trip's read once the executor has handed the
-// read to the backend (the turn's enter), else waits one more turn. A coroutine resumed by a completion
-// runs in the reaping turn, so the turn after it may come before the read's enter: counting says when.
+// A coroutine that, each time it is resumed, stops the round trip's read once the executor has entered
+// since the read started (the kernel has it), else waits one more turn. A coroutine resumed by a
+// completion runs in the reaping turn, so the turn after it may come before the read's enter: counting
+// says when. (A stop before that enter would withdraw the read instead: no round trip.)
 struct stopper {
   struct promise_type {
     stopper get_return_object() noexcept {
@@ -135,7 +136,7 @@ struct next_turn {
 
 stopper stop_once_started(const round_trip& trip) {
   for (;;) {
-    while (trip.ex->stats().started(uring::op_kind::read) == trip.reads_before) co_await next_turn{*trip.ex};
+    while (trip.ex->stats().enters == trip.enters_before) co_await next_turn{*trip.ex};
     trip.source->request_stop();
     co_await std::suspend_always{};
   }
@@ -154,11 +155,11 @@ void cancel_ours(benchmark::State& state, uring::backend_kind backend) {
     for (auto _ : state) {
       std::stop_source source;
       trip.source = &source;
-      trip.reads_before = ex.stats().started(uring::op_kind::read);
+      trip.enters_before = ex.stats().enters;
       uring::detail::executor_access::schedule(ex, stop.handle);
       char buf[1];
       const uring::io_result r =
-          co_await uring::with_stop_token(uring::read(p[0], buf), source.get_token()).nothrow();
+          co_await uring::with_stop_token(uring::read_at(p[0], buf, 0), source.get_token()).nothrow();
       all_cancelled = all_cancelled && r.res == -ECANCELED;
     }
   }());

@@ -198,16 +198,16 @@ TEST_P(ReadStream, NonBlockingPipesAndFifosWaitForData) {
   const std::tuple<owned_fd*, owned_fd*, std::uint32_t> ends[] = {{&fifo_reader, &fifo_writer, 4u},
                                                                   {&pipe_reader, &pipe_writer, 1u}};
   for (const auto& [reader, writer, share] : ends) {
-    std::string got = run([](owned_fd fd, owned_fd* writer, std::uint32_t share) -> task<std::string> {
-      buffer_pool pool({.count = 4, .size = 64, .max_per_stream = share});
+    std::string got = run([](owned_fd fd, owned_fd* w_end, std::uint32_t stream_share) -> task<std::string> {
+      buffer_pool pool({.count = 4, .size = 64, .max_per_stream = stream_share});
       read_stream s(std::move(fd), pool);
       auto write_later = [](owned_fd* w) -> task<void> {
         for (int i = 0; i < 3; ++i) co_await uring::nop();
         write_fully(w->get(), "late bytes");
         w->reset();
       };
-      auto [got, written] = co_await uring::when_all(read_to_eof(s), write_later(writer));
-      co_return got;
+      auto [text, written] = co_await uring::when_all(read_to_eof(s), write_later(w_end));
+      co_return text;
     }(std::move(*reader), writer, share));
     EXPECT_EQ(got, "late bytes");
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stop_token>
 #include <thread>
 
@@ -195,6 +196,34 @@ TEST_P(Time, CancelStillQueuedInTheSameTurnNeverReachesTheKernel) {
   }());
   EXPECT_EQ(result.res, -ECANCELED);
   EXPECT_FALSE(readable(p.read_end.get())) << "the cancelled write must not have happened";
+}
+
+// A read with a stop token goes straight into the SQ like a plain one; stopped before the turn's enter, it
+// is withdrawn there: it fails ECANCELED and the bytes waiting in the pipe stay for the next read.
+TEST_P(Time, AReadStoppedBeforeItsEnterTakesNothing) {
+  pipe_pair p;
+  ASSERT_EQ(::write(p.write_end.get(), "yz", 2), 2);
+  std::stop_source source;
+  std::optional<uring::io_result> stopped;
+  uring::io_result after{0};
+  char first = 0;
+  char second = 0;
+  run([&]() -> task<void> {
+    uring::spawn(
+        [](int fd, std::stop_token tok, char& c, std::optional<uring::io_result>& out) -> task<void> {
+          out = co_await uring::with_stop_token(uring::read(fd, std::span(&c, 1)), tok).nothrow();
+        }(p.read_end.get(), source.get_token(), first, stopped));
+    uring::spawn([](std::stop_source& s) -> task<void> {  // the same turn, after the read started
+      s.request_stop();
+      co_return;
+    }(source));
+    while (!stopped) co_await uring::nop();
+    after = co_await uring::read(p.read_end.get(), std::span(&second, 1)).nothrow();
+  }());
+  EXPECT_EQ(stopped->res, -ECANCELED);
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(after.res, 1);
+  EXPECT_EQ(second, 'y');
 }
 
 // The only pending work is an operation cancelled before it reached the kernel: its completion is ready,

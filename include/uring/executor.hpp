@@ -257,10 +257,21 @@ struct executor_access {
   }
   /// The hot path of submit, for an operation that nothing can cancel before the kernel has it (no stop
   /// token, no linked timeout): a nop, read or write goes straight into the ring's SQ where the backend
-  /// offers that (op_queue::start_inline). False: the caller submits it. An operation that can be
-  /// stopped takes the list, so that a stop in the same turn keeps it from the kernel altogether.
+  /// offers that (op_queue::start_inline). False: the caller submits it. One that a stop token can stop
+  /// goes there too: a stop before the turn's enter withdraws it (withdraw), so it never runs.
   [[gnu::always_inline]] static bool start_inline(executor& ex, operation& op) noexcept {
     return ex.queue_.start_inline(op);
+  }
+  /// Where start_inline put the operation it took last: the position withdraw needs.
+  static unsigned last_inline_position(const executor& ex) noexcept {
+    return ex.queue_.last_inline_position();
+  }
+  /// Stops an operation that start_inline wrote at SQ position `at` before the kernel was shown it: it
+  /// completes -ECANCELED at the turn's end without having run. False: the kernel may have it (cancel).
+  static bool withdraw(executor& ex, operation& op, unsigned at) noexcept {
+    if (!ex.queue_.withdraw(op, at, kWithdrawnTag)) return false;
+    op.cancel_sent = true;
+    return true;
   }
   /// Whether the allowlist refuses `code`, and whether the executor takes no more operations: a chain
   /// asks before it starts any of its steps.

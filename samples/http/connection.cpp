@@ -302,9 +302,9 @@ namespace {
           parser.feed(conn.stash);
           conn.stash.clear();
         }
-        auto st = parser.next();
-        if (st == uring::http::parse_status::need_more) break;
-        if (st == uring::http::parse_status::error) {
+        auto status = parser.next();
+        if (status == uring::http::parse_status::need_more) break;
+        if (status == uring::http::parse_status::error) {
           // Refused: the answers before it, then the refusal, then a gentle close (the rest is unread).
           out += uring::http::error_response(parser.error());
           co_await answer_and_close(l, out, conn.pool);

@@ -131,7 +131,11 @@ void executor::impl::dispatch(detail::op_queue& q, const detail::completion& c) 
 void executor::impl::dispatch_special(detail::completion c) {
   if (c.flags & detail::kRawMessageFlag) return on_raw_cqe(c);
   if (c.user_data == detail::kOwnRequest) return;  // our own fire-and-forget request
-  if (c.user_data & detail::kTagMask) return on_message_cqe(c);
+  if ((c.user_data & detail::kTagMask) == detail::kWithdrawnTag) {
+    c = {c.user_data & ~detail::kTagMask, -ECANCELED, 0};  // the NOP that took its place: its final one
+  } else if (c.user_data & detail::kTagMask) {
+    return on_message_cqe(c);
+  }
   auto* op = reinterpret_cast<detail::operation*>(c.user_data);
   if (c.flags & detail::kCqeMore) {  // not final: still in flight
     // A cancel can miss a multishot operation between two of its completions (a multishot timeout is off

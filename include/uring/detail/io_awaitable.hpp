@@ -107,13 +107,19 @@ struct op_canceller : remote_node {
     if (cancel_all != nullptr) {
       cancel_all(self, *ex);
     } else if (self->state != op_state::idle) {
-      executor_access::cancel(*ex, *self);
+      if (!in_sq || !executor_access::withdraw(*ex, *self, sq_at)) executor_access::cancel(*ex, *self);
     }
   }
   void arm(operation& op, executor& e) {
     self = &op;
     ex = &e;
     callback.emplace(token, on_stop{this});  // may run at once
+  }
+  // The operation went straight into the SQ at position `at`: a stop before the enter withdraws it.
+  void arm_in_sq(operation& op, executor& e, unsigned at) {
+    in_sq = true;
+    sq_at = at;
+    arm(op, e);
   }
   // After the completion: true if a stop was requested. Frees this.
   bool finish() noexcept {
@@ -130,6 +136,8 @@ struct op_canceller : remote_node {
   operation* self = nullptr;
   executor* ex = nullptr;
   std::atomic<bool> posted{false};
+  bool in_sq = false;  // started by start_inline, at SQ position sq_at
+  unsigned sq_at = 0;
   std::optional<std::stop_callback<on_stop>> callback;
 };
 
@@ -274,6 +282,12 @@ class [[nodiscard]] io_awaitable : private operation {
     if (limit != nullptr && !within(*limit)) {
       res = -ETIMEDOUT;
       return false;
+    }
+    // With no payload and no deadline nothing is linked to it: a nop, read or write may go straight into
+    // the SQ, as a plain one does (a stop before the enter withdraws it there).
+    if (std::is_same_v<Payload, no_payload> && limit == nullptr && executor_access::start_inline(ex, *this)) {
+      if (cancel_ != nullptr) cancel_->arm_in_sq(*this, ex, executor_access::last_inline_position(ex));
+      return true;
     }
     executor_access::submit(ex, *this);
     if (cancel_ != nullptr) cancel_->arm(*this, ex);

@@ -28,8 +28,10 @@ struct op_queue {
 
   // The native ring's submission queue, for start_inline (null sqes: the emulated backend, or a ring
   // that offers no inline path). The backend owns these; only the SQE slots past *sqe_tail are ours.
-  void* sqes = nullptr;                // the kernel's SQE array
-  unsigned* sqe_tail = nullptr;        // the next SQE to fill (not yet published to the kernel)
+  void* sqes = nullptr;          // the kernel's SQE array
+  unsigned* sqe_tail = nullptr;  // the next SQE to fill (not yet published to the kernel)
+  const unsigned* sqe_published =
+      nullptr;                         // the first SQE the kernel has not been shown (ours up to the tail)
   const unsigned* sq_khead = nullptr;  // the kernel's consumer head
   unsigned sq_mask = 0;
   unsigned sq_entries = 0;
@@ -147,6 +149,21 @@ struct op_queue {
     return static_cast<std::uint64_t*>(sqes) + std::size_t{at & sq_mask} * 8;
   }
   void commit_sqe() noexcept { ++*sqe_tail; }
+  // The SQ position of the SQE that start_inline wrote last.
+  [[nodiscard]] unsigned last_inline_position() const noexcept { return *sqe_tail - 1; }
+
+  // An operation that start_inline wrote at SQ position `at`, stopped before the kernel was shown it:
+  // its SQE becomes a NOP tagged kWithdrawnTag, so the operation completes -ECANCELED without having
+  // run. False when the kernel may have the SQE already (a later cancel must reach it). The SQE's
+  // user_data is checked too, so a position that has since come round again is never taken for it.
+  bool withdraw(const operation& op, unsigned at, std::uint64_t tag) noexcept {
+    if (sqes == nullptr || at - *sqe_published >= *sqe_tail - *sqe_published) return false;
+    std::uint64_t* w = sqe_at(at);
+    if (w[4] != reinterpret_cast<std::uint64_t>(&op)) return false;
+    w[0] = w[1] = w[2] = w[3] = 0;  // IORING_OP_NOP, no flags, no fd
+    w[4] = reinterpret_cast<std::uint64_t>(&op) | tag;
+    return true;
+  }
   // Reads the kernel's head again: true if more than `spare` SQEs are free past `at`.
   bool refresh_sq_limit(unsigned at, int spare) noexcept {
     sq_limit = __atomic_load_n(sq_khead, __ATOMIC_ACQUIRE) + sq_entries;

@@ -56,6 +56,9 @@ inline constexpr std::uint64_t kOwnRequest = 5;
 // No node: the kernel no longer uses a registered buffer (its tag; uring/fixed_buffers.hpp), named by the
 // bits above the tag.
 inline constexpr std::uint64_t kBufferTag = 6;
+// An operation stopped while its SQE still waited for the turn's enter: the SQE was made a NOP that
+// carries this tag, and the operation completes -ECANCELED (op_queue::withdraw).
+inline constexpr std::uint64_t kWithdrawnTag = 7;
 inline constexpr std::uint64_t kTagMask = 7;
 
 class remote_queue {
