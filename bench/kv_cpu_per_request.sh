@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # kv_cpu_per_request.sh SERVER... — server CPU time per request of two or more uring-kv builds, and
-# redis-server beside them (name it as a SERVER: `redis-server`), alternated within each round. Each server
-# in turn (pinned to CPU 1, the client to CPU 0) takes redis-benchmark's commands, `-n REQUESTS -c 50
-# -P PIPELINE`, and TX, transactions from kv_tx_client.py; prints each run's server CPU per request (the
-# sum over its threads of /proc/PID/task/TID/schedstat's time on CPU, in nanoseconds), then each figure's
-# median per server and its ratio to the first server's.
+# redis-server beside them (name it as a SERVER: `redis-server`), taking turns within each round, each round
+# led by the next server. Each server in turn (pinned to CPU 1, the client to CPU 0) takes redis-benchmark's
+# commands, `-n REQUESTS -c 50 -P PIPELINE`, and TX, transactions from kv_tx_client.py; prints each run's
+# server CPU per request (the sum over its threads of /proc/PID/task/TID/schedstat's time on CPU, in
+# nanoseconds), then each figure's median per server and its ratio to the first server's.
 # Environment: ROUNDS (3), REQUESTS (300000), PIPELINE (1), COMMANDS (redis-benchmark -t names, "get set
 # incr"), TX (1: run the transactions too), THREADS (uring-kv --threads, 1), BACKEND (native), KEYSPACE
 # (keys drawn from this many, redis-benchmark -r; 0, the default: one key), PIN (1, the default: server on
@@ -29,8 +29,12 @@ cpu_ns() { cat /proc/"$pid"/task/*/schedstat | awk '{t += $1} END {printf "%.0f"
 results=$(mktemp)
 trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true; rm -f "$results"' EXIT
 port=$((10000 + RANDOM % 20000))  # below the ephemeral ports (32768 on), which clients take
+servers=("$@")
 for r in $(seq "$rounds"); do
-  for server in "$@"; do
+  # Each round starts with the next server: whichever runs first in a round may find the machine quieter
+  # (unpinned, two shards: ~12% either way), so no server keeps that place.
+  for i in $(seq 0 $((${#servers[@]} - 1))); do
+    server=${servers[$(((i + r - 1) % ${#servers[@]}))]}
     port=$((port + 1))  # a fresh port each run: a server still closing must not take its connections
     if [ "$server" = redis-server ]; then
       "${server_cpu[@]}" redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize no \

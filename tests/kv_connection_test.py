@@ -4,7 +4,8 @@ with redis-server 7.0, both started with --requirepass.
 
 AUTH and HELLO (errors, NOAUTH before AUTH, RESP3 after HELLO 3) compared byte for byte; redis-cli -a and
 redis-py's password= against both, their outputs compared; CLIENT INFO and CLIENT LIST parsed on both (the
-same field names in the same order, the values that do not vary by nature checked); CLIENT KILL ID of
+same field names in the same order, the values that do not vary by nature checked, idle= growing while a
+client is quiet and 0 after its command); CLIENT KILL ID of
 clients spread over every thread; INFO's format, its keyspace lines for the same data set, and its counters
 (hits and misses, per command; connections, commands, expired keys, used_memory; CONFIG RESETSTAT zeroing
 them); uring-kv's own bounds (the 10th failed AUTH closes the connection, client names of 1024 bytes at
@@ -164,6 +165,25 @@ def client_lines(ports):
         for o in others + [c]:
             o.close()
     check(names[0] == names[1], "CLIENT INFO field names: redis %r, uring-kv %r" % tuple(names))
+
+
+def client_idle(ports):
+    """CLIENT LIST's idle= counts from the client's last input, as Redis's: it grows while the client sends
+    nothing and is 0 again once it sends a command."""
+    for port in ports:
+        control = authed(port)
+        quiet = authed(port)
+        qid = call(quiet, "CLIENT", "ID")[1]
+
+        def idle_of():
+            lines = call(control, "CLIENT", "LIST", "ID", str(qid))[1].rstrip(b"\n").split(b"\n")
+            return int(dict(fields(lines[0]))[b"idle"])
+
+        check(poll(lambda: idle_of() >= 1, deadline_s=10), "port %d: idle never reached 1 s" % port)
+        call(quiet, "PING")
+        check(idle_of() == 0, "port %d: idle %d after a command" % (port, idle_of()))
+        quiet.close()
+        control.close()
 
 
 def client_kill(ports):
@@ -331,7 +351,7 @@ def password_file(binary, backend, shards):
 def main():
     binary, backend, shards = sys.argv[1], sys.argv[2], int(sys.argv[3])
     with both_servers(binary, backend, shards, ["--requirepass", PASSWORD], ["--requirepass", PASSWORD]) as ports:
-        for part in (auth_sequences, redis_cli, redis_py, client_lines, client_kill, info):
+        for part in (auth_sequences, redis_cli, redis_py, client_lines, client_idle, client_kill, info):
             part(ports)
         auth_failures_close(ports[1])
         bounds(ports[1])

@@ -191,7 +191,6 @@ command_run execute(server& srv, std::size_t me, session& ses, args_t args, repl
   if (ses.exec_count < 0) {  // within EXEC, Redis's last command stays "exec"
     ses.info.cmd = sp->name;
     ses.info.sub = {};
-    ses.info.last_ms = clock_ms();
   }
   if (!allowed_before_auth(srv, ses, sp->name)) {
     resp::append_error(out.text(), "NOAUTH Authentication required.");

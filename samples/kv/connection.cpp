@@ -148,6 +148,9 @@ uring::task<void> pause_receiving(void* side) {
   ses.input = &parser;
   parser.feed(first.view());
   first.reset();  // back to the pool at once: the parser keeps its own copy
+  // The client's last interaction, as Redis's (CLIENT LIST idle=): its input, stamped once a burst rather
+  // than once a command (one clock read for up to a receive's worth of commands), and each flush within it.
+  ses.info.last_ms = clock_ms();
   reply out(s, limits->output);
   out.set_resp3(ses.proto == 3);
   receive_side side{s, *srv->pools[me], parser, lim.max_command, {}};
@@ -206,7 +209,10 @@ uring::task<void> pause_receiving(void* side) {
         break;
       }
       if (idle.count() != 0) deadline = steady::now() + idle;
-      if (out.must_flush()) co_await out.flush();
+      if (out.must_flush()) {
+        co_await out.flush();
+        ses.info.last_ms = clock_ms();
+      }
     }
     if (!batch.empty()) co_await batch.run(*srv, out);
     if (!out.empty()) co_await out.flush();
