@@ -255,10 +255,10 @@ struct executor_access {
       refuse_while_closed();
     enqueue(ex.queue_, op);
   }
-  /// The hot path of submit, for an operation that nothing can cancel before the kernel has it (no stop
-  /// token, no linked timeout): a nop, read or write goes straight into the ring's SQ where the backend
-  /// offers that (op_queue::start_inline). False: the caller submits it. One that a stop token can stop
-  /// goes there too: a stop before the turn's enter withdraws it (withdraw), so it never runs.
+  /// The hot path of submit, for an operation with nothing linked to it (no linked timeout): a nop, read
+  /// or write goes straight into the ring's SQ where the backend offers that (op_queue::start_inline).
+  /// False: the caller submits it. One that a stop token can stop goes there too: a stop before the
+  /// turn's enter withdraws it (withdraw), so it never runs.
   [[gnu::always_inline]] static bool start_inline(executor& ex, operation& op) noexcept {
     return ex.queue_.start_inline(op);
   }

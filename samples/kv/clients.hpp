@@ -27,7 +27,7 @@ inline constexpr int max_auth_failures = 10;
 struct client_info {
   std::string addr;             // the peer's "ip:port" (the local one is asked of the socket when shown)
   std::int64_t created_ms = 0;  // connect (age)
-  std::int64_t last_ms = 0;     // the last burst of input, or a long reply's write (idle)
+  std::int64_t last_ms = 0;     // the last burst of input, or a flush within one (idle)
   std::string_view cmd;         // the last command's name, upper case (a static string); empty: none
   std::string_view sub;         // its subcommand (CLIENT, CONFIG), upper case; empty: none
   int fd = -1;

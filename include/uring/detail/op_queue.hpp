@@ -30,8 +30,8 @@ struct op_queue {
   // that offers no inline path). The backend owns these; only the SQE slots past *sqe_tail are ours.
   void* sqes = nullptr;          // the kernel's SQE array
   unsigned* sqe_tail = nullptr;  // the next SQE to fill (not yet published to the kernel)
-  const unsigned* sqe_published =
-      nullptr;                         // the first SQE the kernel has not been shown (ours up to the tail)
+  // The first SQE the kernel has not been shown: those from here to the tail are still ours to change.
+  const unsigned* sqe_published = nullptr;
   const unsigned* sq_khead = nullptr;  // the kernel's consumer head
   unsigned sq_mask = 0;
   unsigned sq_entries = 0;

@@ -340,8 +340,8 @@ class native_backend final : public backend, public native_ring {
   void offer_inline_sq(op_queue& q) noexcept override {
     q.sqes = ring_.sq.sqes;
     q.sqe_tail = &ring_.sq.sqe_tail;
-    q.sqe_published =
-        &ring_.sq.sqe_head;  // submit_and_enter and sqpoll_submit keep it at the tail they publish
+    // submit_and_enter and sqpoll_submit keep sqe_head at the tail they publish.
+    q.sqe_published = &ring_.sq.sqe_head;
     q.sq_khead = ring_.sq.khead;
     q.sq_mask = ring_.sq.ring_mask;
     q.sq_entries = ring_.sq.ring_entries;
