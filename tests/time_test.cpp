@@ -9,6 +9,7 @@
 #include <optional>
 #include <stop_token>
 #include <thread>
+#include <vector>
 
 #include <uring/uring.hpp>
 
@@ -224,6 +225,52 @@ TEST_P(Time, AReadStoppedBeforeItsEnterTakesNothing) {
   EXPECT_EQ(first, 0);
   EXPECT_EQ(after.res, 1);
   EXPECT_EQ(second, 'y');
+}
+
+// Many reads with stop tokens started in one turn on a small SQ: the first ones go straight into the SQ,
+// the rest (once it is full) wait in the list. Every other one is stopped in the same turn (withdrawn from
+// the SQ, or cancelled in the list), the rest after the enter: each read either took its pipe's byte or
+// failed ECANCELED and left the byte there, and the ones stopped in their own turn took nothing.
+TEST_P(Time, ReadsStoppedInTheirTurnOrLaterLoseNoByte) {
+  constexpr int kReads = 48;
+  std::vector<pipe_pair> pipes(kReads);
+  for (int i = 0; i < kReads; ++i) ASSERT_EQ(::write(pipes[i].write_end.get(), "b", 1), 1);
+  std::vector<std::stop_source> sources(kReads);
+  std::vector<std::optional<uring::io_result>> results(kReads);
+  std::vector<char> bytes(kReads, 0);
+  uring::executor_options opts = options();
+  opts.sq_entries = 8;
+  uring::executor ex(opts);
+  ex.run([&]() -> task<void> {
+    for (int i = 0; i < kReads; ++i) {
+      uring::spawn(
+          [](int fd, std::stop_token tok, char& c, std::optional<uring::io_result>& out) -> task<void> {
+            out = co_await uring::with_stop_token(uring::read(fd, std::span(&c, 1)), tok).nothrow();
+          }(pipes[i].read_end.get(), sources[i].get_token(), bytes[i], results[i]));
+    }
+    uring::spawn([](std::vector<std::stop_source>& s) -> task<void> {  // the same turn, after the reads
+      for (std::size_t i = 0; i < s.size(); i += 2) s[i].request_stop();
+      co_return;
+    }(sources));
+    co_await uring::nop();
+    for (int i = 1; i < kReads; i += 2) sources[i].request_stop();
+    for (;;) {
+      bool all = true;
+      for (const auto& r : results) all = all && r.has_value();
+      if (all) break;
+      co_await uring::nop();
+    }
+  }());
+  for (int i = 0; i < kReads; ++i) {
+    ASSERT_TRUE(results[i].has_value()) << i;
+    const bool took = results[i]->res == 1;
+    if (i % 2 == 0) {
+      EXPECT_EQ(results[i]->res, -ECANCELED) << "read " << i << " was stopped in its turn";
+    }
+    EXPECT_TRUE(took || results[i]->res == -ECANCELED) << i << ": " << results[i]->res;
+    EXPECT_EQ(bytes[i], took ? 'b' : 0) << i;
+    EXPECT_EQ(readable(pipes[i].read_end.get()), !took) << i << ": the byte is where the result says";
+  }
 }
 
 // The only pending work is an operation cancelled before it reached the kernel: its completion is ready,
