@@ -1,10 +1,12 @@
 // uring-kv's commands as kv::execute starts them (samples/kv/commands.hpp): a command on the connection's
-// own shard, a refusal, MULTI and a queued command finish at once, allocating nothing beyond what the
-// command itself stores; a command whose key lives on another shard, or that visits several, goes on as a
-// task for the connection to await. The heap blocks are counted (alloc_count.hpp).
+// own shard, or on another whose lock is free, a refusal, MULTI and a queued command finish at once,
+// allocating nothing beyond what the command itself stores; a command whose key's shard another thread
+// holds, or that visits several shards, goes on as a task for the connection to await. The heap blocks are
+// counted (alloc_count.hpp).
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,10 +29,7 @@ struct one_session {
   kv::reply out{none, limits};
 
   explicit one_session(std::size_t shards) {
-    for (std::size_t i = 0; i < shards; ++i) {
-      srv.shards.push_back(std::make_unique<kv::shard>());
-      srv.clients.push_back(std::make_unique<kv::client_registry>());
-    }
+    srv.make_shards(shards);
     out.text().reserve(1024);  // the connection's output buffer, grown before any count
   }
 
@@ -74,16 +73,36 @@ TEST(KvExecute, ACommandOnItsOwnShardFinishesAtOnceWithoutAllocating) {
   EXPECT_LE(blocks.size(), 1u) << "INCR allocates at most its new value";
 }
 
-TEST(KvExecute, AKeyOnAnotherShardGoesOnAsATask) {
+TEST(KvExecute, AKeyOnAnotherShardRunsAtOnceWhileThatShardIsFree) {
   one_session s(2);
-  std::string here = key_on(0, 2), there = key_on(1, 2);
+  std::string here = key_on(0, 2), there = key_on(1, 2), reply;
   EXPECT_TRUE(s.at_once({"SET", here, "v"}));
-  EXPECT_FALSE(s.at_once({"SET", there, "v"}));
-  EXPECT_FALSE(s.at_once({"GET", there}));
+  EXPECT_TRUE(s.at_once({"SET", there, "w"}, &reply));
+  EXPECT_EQ(reply, "+OK\r\n");
+  const std::vector<std::string_view> get_there{"GET", there};
+  start_recording();
+  bool get = s.at_once(get_there, &reply);
+  std::vector<std::size_t> blocks = take();
+  EXPECT_TRUE(get);
+  EXPECT_EQ(reply, "$1\r\nw\r\n");
+  EXPECT_EQ(blocks.size(), 0u) << "no hop, so no coroutine frame";
   EXPECT_EQ(s.srv.shards[0]->keyed_commands, 3u);
   EXPECT_EQ(s.srv.shards[0]->forwarded_commands, 2u);
+  EXPECT_EQ(s.srv.shards[1]->db[0].stored(), 1u) << "the key is stored in its own shard";
+  EXPECT_EQ(s.srv.shards[0]->db[0].stored(), 1u);
+}
+
+TEST(KvExecute, AKeyOnAShardAnotherThreadHoldsGoesOnAsATask) {
+  one_session s(2);
+  std::string there = key_on(1, 2);
+  {
+    std::lock_guard busy(s.srv.shards[1]->keys);  // its executor runs a command there
+    EXPECT_FALSE(s.at_once({"SET", there, "v"}));
+    EXPECT_FALSE(s.at_once({"GET", there}));
+  }
+  EXPECT_EQ(s.srv.shards[1]->db[0].stored(), 0u) << "the task, never run here, stored nothing";
   // Commands that visit the shards they need go on as tasks, whatever the keys.
-  EXPECT_FALSE(s.at_once({"MGET", here}));
+  EXPECT_FALSE(s.at_once({"MGET", key_on(0, 2)}));
   EXPECT_FALSE(s.at_once({"DBSIZE"}));
 }
 

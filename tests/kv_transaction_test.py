@@ -8,6 +8,10 @@ MULTI/EXEC/WATCH, which redis-server has no counterpart of (kv_compat_test.py co
   connection writes), INCR c, run while another client floods INCR c, always sees two consecutive numbers.
 - With any number of shards, a transaction on one key is atomic (run in one visit to its shard): INCR,
   GET, INCRBY of one key amid another client's flood of INCRs see consecutive numbers.
+- No command is lost between shards, nor run out of a client's order: four clients at once (the
+  connections land on either shard) pipeline INCRs and APPENDs on shared keys spread over every shard, and
+  SETs then GETs of their own; each command runs under its key's shard lock, on the connection's thread or
+  by a hop, and the totals, the appended lengths and every GET of the client's own SET come out right.
 The server is killed by pid on every exit path; every wait has a deadline.
 """
 import contextlib
@@ -115,6 +119,41 @@ def atomic_on_one_key(port):
             c.close()
 
 
+def counts_from_every_shard(port):
+    keys = ["n:%d" % i for i in range(16)]
+    clients, rounds = 4, 200
+    errors = []
+
+    def hammer(who):
+        try:
+            c = Conn(port)
+            for r in range(rounds):
+                mine = ["own:%d:%d" % (who, i) for i in range(4)]  # spread over the shards too
+                batch = [["INCR", k] for k in keys] + [["APPEND", "log:%d" % (r % 4), "x"]]
+                batch += [["SET", k, "%d" % r] for k in mine] + [["GET", k] for k in mine]
+                got = pipeline(c, batch)
+                n = len(keys) + 1
+                if any(not isinstance(v, int) for v in got[:n]) or got[n + 4:] != [b"%d" % r] * 4:
+                    errors.append("client %d round %d: %r" % (who, r, got))
+            c.close()
+        except Exception as e:  # reported below: the check fails
+            errors.append("client %d: %r" % (who, e))
+
+    threads = [threading.Thread(target=hammer, args=(w,)) for w in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    check("every client finished: %r" % errors[:3], not errors and not any(t.is_alive() for t in threads))
+    c = Conn(port)
+    got = pipeline(c, [["MGET"] + keys, ["MGET"] + ["log:%d" % i for i in range(4)]])
+    want = b"%d" % (clients * rounds)
+    check("each key counted every INCR: %r" % (got[0],), got[0] == [want] * len(keys))
+    check("each APPEND landed: %r" % ([len(v or b"") for v in got[1]],),
+          [len(v or b"") for v in got[1]] == [clients * rounds // 4] * 4)
+    c.close()
+
+
 def main():
     binary, backend, shards = sys.argv[1], sys.argv[2], int(sys.argv[3])
     proc, port = start_kv(binary, backend, shards)
@@ -122,6 +161,7 @@ def main():
         queue_bound(port)
         watch_bound(port)
         atomic_on_one_key(port)
+        counts_from_every_shard(port)
         if shards == 1:
             atomic_on_one_shard(port)
     finally:

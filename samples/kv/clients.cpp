@@ -45,7 +45,7 @@ template <class Pick>
 task<std::vector<std::pair<std::int64_t, std::string>>> gather(context& c, Pick pick) {
   std::vector<std::pair<std::int64_t, std::string>> lines;
   for (std::size_t i = 0; i < c.srv.count(); ++i) {
-    co_await on_shard(c.srv, c.me, i, [&c, &lines, &pick, i] {
+    co_await on_executor(c.srv, c.me, i, [&c, &lines, &pick, i] {
       std::int64_t now = clock_ms();
       std::size_t taken = 0;
       for (const session* ses = c.srv.clients[i]->first; ses != nullptr; ses = ses->next) {
@@ -140,7 +140,7 @@ task<void> client_kill(context& c) {
   std::int64_t killed = 0;
   bool self = false;
   for (std::size_t i = 0; i < c.srv.count() && !none; ++i) {
-    co_await on_shard(c.srv, c.me, i, [&, i] {
+    co_await on_executor(c.srv, c.me, i, [&, i] {
       auto kill = [&](session* s) {
         if ((!addr.empty() && s->info.addr != addr) || (!laddr.empty() && local_address(s->info.fd) != laddr))
           return;

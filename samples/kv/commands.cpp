@@ -132,6 +132,14 @@ void count_keyed(server& srv, std::size_t me, bool elsewhere) noexcept {
 
 namespace {
 
+// A single-key command on shard `s`, whose lock the caller holds.
+void run_single(shard& s, session& ses, args_t args, reply& out, single_fn fn) {
+  // A value replied comes back shared, so a long one is sent from the store, not copied.
+  shard_reply r{out.text(), nullptr, false, out.resp3(), ses.input};
+  fn(s.db[ses.db], args, r);
+  if (r.has_value) out.bulk(std::move(r.value));
+}
+
 // The rest of a single-key command whose key lives on shard i, another executor's.
 task<bool> run_elsewhere(server& srv, std::size_t me, session& ses, args_t args, reply& out, single_fn fn,
                          std::size_t i) {
@@ -205,17 +213,23 @@ command_run execute(server& srv, std::size_t me, session& ses, args_t args, repl
   if (sp->single != nullptr) {
     std::size_t i = kv::shard_of(args[1], srv.count());
     count_keyed(srv, me, i != me);
+    shard& s = *srv.shards[i];
     if (i != me) {
+      // Commands already waiting for that shard go first; else the command runs here if its shard is free.
+      if (batch == nullptr || batch->empty()) {
+        if (keys_guard hold(s, std::try_to_lock); hold.owns()) {
+          run_single(s, ses, args, out, sp->single);
+          return command_run(true);
+        }
+      }
       if (batch != nullptr && batch->takes(i, args)) {
         batch->add(i, sp->single, ses.db, args);
         return command_run(true);
       }
       return command_run(run_elsewhere(srv, me, ses, args, out, sp->single, i));
     }
-    // A value replied comes back shared, so a long one is sent from the store, not copied.
-    shard_reply r{out.text(), nullptr, false, out.resp3(), ses.input};
-    sp->single(srv.shards[me]->db[ses.db], args, r);
-    if (r.has_value) out.bulk(std::move(r.value));
+    keys_guard hold(s);
+    run_single(s, ses, args, out, sp->single);
     return command_run(true);
   }
   if (sp->multi != nullptr) return command_run(run_multi(sp->multi, c));

@@ -1,10 +1,11 @@
 // samples/kv/commands.hpp — what uring-kv's executors share, one client's session, and running a command.
 //
 // Provides: kv::server (the shards and the executor group), kv::session (a connection's database and
-// name), kv::execute, and for the command files kv::context, kv::on_shard and the commands that visit
-// several shards (keyspace.cpp, multikey.cpp) or none (local.cpp).
-// Threads: shard i is touched only on group->at(i)'s thread; execute runs on the connection's executor
-// `me` and visits the others with submit_to (commands naming other shards' keys).
+// name), kv::execute, and for the command files kv::context, kv::on_shard, kv::on_executor and the commands
+// that visit several shards (keyspace.cpp, multikey.cpp) or none (local.cpp). Threads: execute runs on the
+// connection's executor `me`; shard i's databases are touched under its lock (keys_guard), on group->at(i)'s
+// thread, or on `me`'s for a single-key command when that lock is free; anything else of executor i (its
+// clients, its ring's figures) only on its thread, visited with submit_to.
 #pragma once
 
 #include <atomic>
@@ -48,6 +49,14 @@ struct server {
   std::atomic<std::uint64_t> query_buffer_limit{1024ULL * 1024 * 1024};
 
   [[nodiscard]] std::size_t count() const noexcept { return shards.size(); }
+  // `n` shards and a client registry each; with several, each shard's databases are taken under its lock.
+  void make_shards(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      shards.push_back(std::make_unique<shard>());
+      shards.back()->shared = n > 1;
+      clients.push_back(std::make_unique<client_registry>());
+    }
+  }
 };
 
 // A connection's state between its commands. Its executor's client_registry lists it (CLIENT LIST reads
@@ -118,14 +127,33 @@ struct context {
 // The reply text the command appends to (reply::text).
 inline std::string& text(context& c) { return c.out.text(); }
 
-// Runs `fn()` on shard `i`'s executor: directly when that is this one, else forwarded and awaited.
+// Runs `fn()` on executor `i`'s thread, holding its shard's lock: for what only that thread may touch (its
+// clients, its ring's figures), with or without the keyspace. Directly when that is this one, else
+// forwarded and awaited.
 template <class F>
-uring::task<void> on_shard(server& srv, std::size_t me, std::size_t i, F fn) {
+uring::task<void> on_executor(server& srv, std::size_t me, std::size_t i, F fn) {
   if (i == me) {
+    keys_guard hold(*srv.shards[i]);
     fn();
   } else {
-    co_await uring::submit_to(srv.group->at(i), fn);
+    co_await uring::submit_to(srv.group->at(i), [&srv, &fn, i] {
+      keys_guard hold(*srv.shards[i]);
+      fn();
+    });
   }
+}
+
+// Runs `fn()`, which touches shard `i`'s databases and nothing else of executor i, holding the shard's
+// lock: on this thread when the shard is this one's or its lock is free, else on executor i's thread.
+template <class F>
+uring::task<void> on_shard(server& srv, std::size_t me, std::size_t i, F fn) {
+  if (i != me) {
+    if (keys_guard hold(*srv.shards[i], std::try_to_lock); hold.owns()) {
+      fn();
+      co_return;
+    }
+  }
+  co_await on_executor(srv, me, i, std::move(fn));
 }
 
 // Counts a command that names keys on executor `me`; `elsewhere`: some key lives on another shard.

@@ -120,7 +120,7 @@ void config_set(context& c) {
 // CONFIG RESETSTAT: INFO's counters start again from zero, on every executor (each on its own thread).
 uring::task<void> config_resetstat(context& c) {
   for (std::size_t i = 0; i < c.srv.count(); ++i) {
-    co_await on_shard(c.srv, c.me, i, [&srv = c.srv, i] {
+    co_await on_executor(c.srv, c.me, i, [&srv = c.srv, i] {
       shard& s = *srv.shards[i];
       for (keyspace& ks : s.db) ks.expired_keys = ks.hits = ks.misses = 0;
       s.keyed_commands = s.forwarded_commands = 0;

@@ -31,7 +31,7 @@ uring::task<void> forward_batch::run(server& srv, reply& out) {
   views.reserve(pieces_.size());
   for (const piece& p : pieces_) views.emplace_back(bytes_.data() + p.at, p.size);
   shard& target = *srv.shards[shard_];
-  co_await uring::submit_to(srv.group->at(shard_), [this, &target, &views, &out] {
+  auto run_all = [this, &target, &views, &out] {
     shard_reply r{out.text(), nullptr, false, out.resp3(), nullptr};
     for (const command& c : commands_) {
       c.fn(target.db[c.db], args_t(views.data() + c.first, c.count), r);
@@ -40,7 +40,15 @@ uring::task<void> forward_batch::run(server& srv, reply& out) {
         r.has_value = false;
       }
     }
-  });
+  };
+  if (keys_guard hold(target, std::try_to_lock); hold.owns()) {
+    run_all();  // the shard is free now: no hop
+  } else {
+    co_await uring::submit_to(srv.group->at(shard_), [&target, &run_all] {
+      keys_guard held(target);
+      run_all();
+    });
+  }
   commands_.clear();
   pieces_.clear();
   bytes_.clear();

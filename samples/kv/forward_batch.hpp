@@ -2,9 +2,10 @@
 // run there in one hop.
 //
 // Provides: kv::forward_batch. Threads: a batch belongs to one connection's burst (serve_burst); run()
-// executes its commands on the target shard's thread while the connection waits for it.
+// executes its commands under the target shard's lock, here if it is free by then, else on the target
+// shard's thread while the connection waits for it.
 //
-// A pipelined client whose keys live on other shards would pay a hop there and back for each command.
+// A command whose key's shard another thread holds would pay a hop there and back.
 // Consecutive ones bound for the same shard wait here instead (their arguments copied: the parser moves on)
 // and go in one hop. Anything else the connection runs, replies to or closes on first runs the batch, so
 // the commands take effect, and their replies go out, in the order the client sent them.

@@ -68,7 +68,7 @@ task<void> cmd_info(context& c) {
   // Counted as Redis counts (expired keys not reclaimed yet included), without erasing: INFO must not do
   // active expiry's work (the tests watch it happen).
   for (std::size_t i = 0; i < c.srv.count(); ++i) {
-    co_await on_shard(c.srv, c.me, i, [&per, &c, i] {
+    co_await on_executor(c.srv, c.me, i, [&per, &c, i] {
       counts& n = per[i];
       const shard& s = *c.srv.shards[i];
       for (int d = 0; d < databases; ++d) {

@@ -84,14 +84,14 @@ void cmd_expiretime(keyspace& ks, args_t args, shard_reply& out) { ttl(ks, args,
 void cmd_pexpiretime(keyspace& ks, args_t args, shard_reply& out) { ttl(ks, args, true, true, out); }
 
 void cmd_persist(keyspace& ks, args_t args, shard_reply& out) {
-  entry* e = ks.find(args[1], clock_ms());
+  entry* e = ks.find(args[1]);
   bool had = e != nullptr && e->expires_ms != 0;
   if (had) ks.set_expiry(args[1], *e, 0);
   resp::append_integer(out.text, had ? 1 : 0);
 }
 
 void cmd_type(keyspace& ks, args_t args, shard_reply& out) {
-  resp::append_simple_string(out.text, ks.find_read(args[1], clock_ms()) != nullptr ? "string" : "none");
+  resp::append_simple_string(out.text, ks.find_read(args[1]) != nullptr ? "string" : "none");
 }
 
 }  // namespace kv

@@ -5,15 +5,16 @@
 //            [--max-connections N] [--idle-timeout SECONDS] [--output-timeout SECONDS]
 //            [--max-output-buffer BYTES] [--requirepass PASSWORD | --requirepass-file FILE]
 //
-// Shared-nothing: executor i owns shard i of the keyspace (kv::shard_of picks it) and is the only thread
-// that touches it; each shard holds databases 0 to 15 (SELECT). Every executor accepts connections on its
-// own SO_REUSEPORT listener; a connection's command whose key lives on another shard is forwarded there
-// with submit_to and awaited before the next command runs, so replies leave in request order, pipelining
-// included. Commands naming several keys (MGET, MSET, MSETNX, DEL, UNLINK, EXISTS, TOUCH, RENAME, COPY) visit
-// each shard that holds one of them, once per step; they are therefore not atomic across shards. KEYS, SCAN,
-// RANDOMKEY, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB and INFO visit every shard. Replies are Redis 7.0's, byte for
-// byte (tests/kv_compat_test.py compares them with redis-server's). Replies to a batch of pipelined commands
-// are written together once the batch read has been parsed (or once 64 KiB wait).
+// Executor i owns shard i of the keyspace (kv::shard_of picks it); each shard holds databases 0 to 15
+// (SELECT). Every executor accepts connections on its own SO_REUSEPORT listener. A shard's databases are
+// touched only under its lock: a connection's command whose key lives on another shard runs on the
+// connection's own thread when that lock is free, and is otherwise forwarded there with submit_to and
+// awaited before the next command runs, so replies leave in request order, pipelining included. Commands
+// naming several keys (MGET, MSET, MSETNX, DEL, UNLINK, EXISTS, TOUCH, RENAME, COPY) visit each shard that
+// holds one of them, once per step; they are therefore not atomic across shards. KEYS, SCAN, RANDOMKEY,
+// DBSIZE, FLUSHDB, FLUSHALL, SWAPDB and INFO visit every shard. Replies are Redis 7.0's, byte for byte
+// (tests/kv_compat_test.py compares them with redis-server's). Replies to a batch of pipelined commands are
+// written together once the batch read has been parsed (or once 64 KiB wait).
 //
 // Defensive: the RESP parser bounds bulk strings (--proto-max-bulk-len, 512 MiB), a command's bytes
 // (--client-query-buffer-limit, 1 GiB; arguments are bounded only by it) and inline lines (64 KiB);
@@ -282,6 +283,7 @@ task<void> accept_loop(const tcp_listener* listener, kv::server* srv, std::size_
 task<void> expiry_loop(kv::server* srv, std::size_t i) {
   for (;;) {
     co_await uring::sleep_for(milliseconds(100));
+    kv::keys_guard hold(*srv->shards[i]);
     srv->shards[i]->expire_cycle(kv::clock_ms());
   }
 }
@@ -311,10 +313,7 @@ int main(int argc, char** argv) {
   srv.proto_max_bulk_len = c.max_bulk;
   srv.query_buffer_limit = c.max_query;
   srv.max_connections = c.limits.max_connections;
-  for (int i = 0; i < c.threads; ++i) {
-    srv.shards.push_back(std::make_unique<kv::shard>());
-    srv.clients.push_back(std::make_unique<kv::client_registry>());
-  }
+  srv.make_shards(static_cast<std::size_t>(c.threads));
   srv.pools.resize(srv.shards.size());
   int status = 0;
   // Each executor's connections. Destroyed after the group, whose stop ends them (their frames go with

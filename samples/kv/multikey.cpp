@@ -52,7 +52,7 @@ task<found> read_entry(context& c, std::string_view key, int db, bool counted) {
   std::size_t i = shard_of(key, c.srv.count());
   co_await on_shard(c.srv, c.me, i, [&c, &f, key, i, db, counted] {
     keyspace& ks = c.srv.shards[i]->db[db];
-    if (entry* e = counted ? ks.find_read(key, clock_ms()) : ks.find(key, clock_ms())) {
+    if (entry* e = counted ? ks.find_read(key) : ks.find(key)) {
       f = {e->value, e->expires_ms};
     }
   });
@@ -65,21 +65,54 @@ task<bool> write_entry(context& c, std::string_view key, int db, const found& f,
   std::size_t i = shard_of(key, c.srv.count());
   co_await on_shard(c.srv, c.me, i, [&c, &f, &stored, key, i, db, only_new] {
     keyspace& ks = c.srv.shards[i]->db[db];
-    if (only_new && ks.find(key, clock_ms()) != nullptr) return;
+    if (only_new && ks.find(key) != nullptr) return;
     ks.put(key, f.value, f.expires_ms);
     stored = true;
   });
   co_return stored;
 }
 
+// What copy_within did: whether the source existed, and whether it was stored under the new name.
+struct copied {
+  bool found = false;
+  bool stored = false;
+};
+
+// RENAME and COPY when both names live on one shard: in one visit, so atomic as Redis's. Reads `from` in
+// database `from_db` (`counted`: as a read of the value, COPY's), stores it under `to` in `to_db` unless
+// `only_new` and that exists, and with `remove` deletes `from`.
+task<copied> copy_within(context& c, std::size_t i, std::string_view from, int from_db, std::string_view to,
+                         int to_db, bool only_new, bool remove, bool counted) {
+  copied r;
+  co_await on_shard(c.srv, c.me, i, [&, i] {
+    keyspace& src = c.srv.shards[i]->db[from_db];
+    keyspace& dst = c.srv.shards[i]->db[to_db];
+    entry* e = counted ? src.find_read(from) : src.find(from);
+    if (e == nullptr) return;
+    r.found = true;
+    if ((&src == &dst && from == to) || (only_new && dst.find(to) != nullptr)) return;  // nothing to move
+    const found f{e->value, e->expires_ms};  // before put, which may move the entry
+    dst.put(to, f.value, f.expires_ms);
+    if (remove) src.erase(from);
+    r.stored = true;
+  });
+  co_return r;
+}
+
 // RENAME / RENAMENX: read the source, store it under the new name, then delete the source (if it still
-// holds the value moved).
+// holds the value moved); in one visit when both names live on one shard.
 task<void> rename(context& c, bool nx) {
   std::string_view from = c.args[1], to = c.args[2];
   std::size_t n = c.srv.count();
   count_keyed(c.srv, c.me, shard_of(from, n) != c.me || shard_of(to, n) != c.me);
-  found f = co_await read_entry(c, from, c.ses.db, false);
   std::string& out = c.out.text();
+  if (std::size_t i = shard_of(from, n); i == shard_of(to, n)) {
+    copied r = co_await copy_within(c, i, from, c.ses.db, to, c.ses.db, nx, from != to, false);
+    if (!r.found) co_return resp::append_error(out, "ERR no such key");
+    out += nx ? (r.stored && from != to ? ":1\r\n" : ":0\r\n") : "+OK\r\n";
+    co_return;
+  }
+  found f = co_await read_entry(c, from, c.ses.db, false);
   if (!f.value) co_return resp::append_error(out, "ERR no such key");
   if (from == to || !co_await write_entry(c, to, c.ses.db, f, nx)) {
     out += nx ? ":0\r\n" : "+OK\r\n";  // the same name: nothing to move (RENAMENX: not stored)
@@ -113,7 +146,7 @@ std::optional<int> database(std::string_view arg, std::string& out) {
 task<void> cmd_mget(context& c) {
   std::vector<value_ptr> values(c.args.size());
   co_await each_key(c, 1, 1, [&values, &c](keyspace& ks, std::size_t a) {
-    if (entry* e = ks.find_read(c.args[a], clock_ms())) values[a] = e->value;
+    if (entry* e = ks.find_read(c.args[a])) values[a] = e->value;
   });
   // Streamed: written as it forms, each value sent from the store (shared, not copied) once its turn
   // comes, so a long reply never waits whole in memory.
@@ -136,8 +169,8 @@ task<void> cmd_mset(context& c) {
 task<void> cmd_msetnx(context& c) {
   if (!pairs(c)) co_return;
   bool any = false;
-  co_await each_key(
-      c, 1, 2, [&c, &any](keyspace& ks, std::size_t a) { any |= ks.find(c.args[a], clock_ms()) != nullptr; });
+  co_await each_key(c, 1, 2,
+                    [&c, &any](keyspace& ks, std::size_t a) { any |= ks.find(c.args[a]) != nullptr; });
   if (!any) {
     co_await each_key(c, 1, 2, [&c](keyspace& ks, std::size_t a) {
       ks.put(c.args[a], adopt_value(c.ses.input, c.args[a + 1]), 0);
@@ -148,16 +181,15 @@ task<void> cmd_msetnx(context& c) {
 
 task<void> cmd_del(context& c) {
   std::int64_t count = 0;
-  co_await each_key(c, 1, 1, [&c, &count](keyspace& ks, std::size_t a) {
-    count += ks.erase(c.args[a], clock_ms()) ? 1 : 0;
-  });
+  co_await each_key(c, 1, 1,
+                    [&c, &count](keyspace& ks, std::size_t a) { count += ks.erase(c.args[a]) ? 1 : 0; });
   resp::append_integer(c.out.text(), count);
 }
 
 task<void> cmd_exists(context& c) {
   std::int64_t count = 0;
   co_await each_key(c, 1, 1, [&c, &count](keyspace& ks, std::size_t a) {
-    count += ks.find_read(c.args[a], clock_ms()) != nullptr ? 1 : 0;
+    count += ks.find_read(c.args[a]) != nullptr ? 1 : 0;
   });
   resp::append_integer(c.out.text(), count);
 }
@@ -209,6 +241,10 @@ task<void> cmd_copy(context& c) {
     co_return resp::append_error(out, "ERR source and destination objects are the same");
   std::size_t n = c.srv.count();
   count_keyed(c.srv, c.me, shard_of(from, n) != c.me || shard_of(to, n) != c.me);
+  if (std::size_t i = shard_of(from, n); i == shard_of(to, n)) {
+    copied r = co_await copy_within(c, i, from, c.ses.db, to, db, !replace, false, true);
+    co_return resp::append_integer(out, r.stored ? 1 : 0);
+  }
   found f = co_await read_entry(c, from, c.ses.db, true);
   bool stored = false;
   if (f.value) stored = co_await write_entry(c, to, db, f, !replace);

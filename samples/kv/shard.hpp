@@ -2,9 +2,10 @@
 //
 // Provides: kv::shard (16 databases, kv::keyspace each: string keys to shared immutable values with
 // optional expiry), kv::value_ptr, kv::shard_of (which shard owns a key), kv::clock_ms, kv::parse_int,
-// kv::iequals, and the single-key command bodies (kv::cmd_get, ...: strings.cpp, keys.cpp). Threads: a shard
-// is touched only by the executor that owns it (shared-nothing: a command for another executor's key is
-// forwarded there with submit_to); shard_of and parse_int are pure.
+// kv::iequals, and the single-key command bodies (kv::cmd_get, ...: strings.cpp, keys.cpp). Threads: a
+// shard's databases are touched only under its lock (kv::keys_guard), by its own executor or, when the lock
+// is free, by another that would otherwise forward the command there and wait; shard_of and parse_int are
+// pure.
 //
 // Expiry is Redis's: lazy (an expired entry is erased when it is next looked up) and active (every 100 ms
 // each shard samples 20 keys with a deadline per database, erases the expired ones, and samples again while
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -106,8 +108,11 @@ class keyspace {
  public:
   using map = absl::flat_hash_map<std::string, entry>;
 
+  // `now` for find, find_read and erase that reads the clock only for a key with a deadline (most have none).
+  static constexpr std::int64_t clock_now = INT64_MIN;
+
   // The live entry for `key`, or null (an expired one is erased on the way).
-  entry* find(std::string_view key, std::int64_t now) {
+  entry* find(std::string_view key, std::int64_t now = clock_now) {
     auto it = map_.find(view(key));
     if (it == map_.end()) return nullptr;
     if (expired(it->second, now)) {
@@ -119,7 +124,7 @@ class keyspace {
   }
   // find() for a read (GET, MGET, STRLEN, the TTL family, TYPE, EXISTS...: Redis's read lookups): counted in
   // INFO's keyspace_hits and keyspace_misses.
-  entry* find_read(std::string_view key, std::int64_t now) {
+  entry* find_read(std::string_view key, std::int64_t now = clock_now) {
     entry* e = find(key, now);
     ++(e != nullptr ? hits : misses);
     return e;
@@ -138,7 +143,7 @@ class keyspace {
   }
   // Gives `e`, the entry of `key`, the deadline `ms` (0: none).
   void set_expiry(std::string_view key, entry& e, std::int64_t ms);
-  bool erase(std::string_view key, std::int64_t now) {
+  bool erase(std::string_view key, std::int64_t now = clock_now) {
     if (find(key, now) == nullptr) return false;
     remove(map_.find(view(key)));
     return true;
@@ -163,7 +168,7 @@ class keyspace {
   std::size_t expire_sample(std::int64_t now, std::uint64_t& seed, int rounds);
 
   static bool expired(const entry& e, std::int64_t now) noexcept {
-    return e.expires_ms != 0 && e.expires_ms <= now;
+    return e.expires_ms != 0 && e.expires_ms <= (now == clock_now ? clock_ms() : now);
   }
 
   std::uint64_t expired_keys = 0;      // keys erased because their deadline passed (INFO expired_keys)
@@ -207,6 +212,12 @@ inline constexpr int databases = 16;
 struct shard {
   std::array<keyspace, databases> db;
 
+  // Guards db and expiry_seed when several shards run (`shared`); one shard alone takes no lock. A command
+  // for another shard's key runs on the connection's own thread when this is free: a hop there and back
+  // costs a wake-up and two hand-offs, several times the command itself.
+  std::mutex keys;
+  bool shared = false;
+
   // Active expiry's turn on this shard (every 100 ms): a bounded sample of each database. Returns the keys
   // erased.
   std::size_t expire_cycle(std::int64_t now);
@@ -216,6 +227,33 @@ struct shard {
   // had to visit another shard (INFO reports both: the cross-shard share of a workload).
   std::uint64_t keyed_commands = 0;
   std::uint64_t forwarded_commands = 0;
+};
+
+// Holds a shard's lock for its scope (none with one shard). A thread that finds it taken spins briefly
+// before it sleeps: another thread holds it for at most one batch of commands.
+class keys_guard {
+ public:
+  explicit keys_guard(shard& s) : s_(s.shared ? &s : nullptr) {
+    if (s_ == nullptr) return;
+    for (int i = 0; i < 256; ++i) {
+      if (s_->keys.try_lock()) return;
+      __builtin_ia32_pause();
+    }
+    s_->keys.lock();
+  }
+  // Takes the lock only if it is free: owns() says whether this guard holds the shard.
+  keys_guard(shard& s, std::try_to_lock_t)
+      : s_(s.shared ? &s : nullptr), owns_(!s.shared || s.keys.try_lock()) {}
+  keys_guard(const keys_guard&) = delete;
+  keys_guard& operator=(const keys_guard&) = delete;
+  ~keys_guard() {
+    if (s_ != nullptr && owns_) s_->keys.unlock();
+  }
+  [[nodiscard]] bool owns() const noexcept { return owns_; }
+
+ private:
+  shard* s_;
+  bool owns_ = true;
 };
 
 // What a command run on a shard answers: RESP text, or a stored value sent as a bulk string after it

@@ -97,8 +97,7 @@ std::optional<std::int64_t> deadline(const options& o, std::string_view name, st
 void set_value(keyspace& ks, std::string_view key, std::string_view value, unsigned flags,
                std::int64_t expires, shard_reply& out, std::string_view ok = "+OK\r\n",
                std::string_view abort = {}) {
-  std::int64_t now = clock_ms();
-  entry* e = (flags & get) != 0 ? ks.find_read(key, now) : ks.find(key, now);  // GET's read counts
+  entry* e = (flags & get) != 0 ? ks.find_read(key) : ks.find(key);  // GET's read counts
   if (flags & get) out.bulk(e != nullptr ? e->value : nullptr);
   if (((flags & nx) && e != nullptr) || ((flags & xx) && e == nullptr)) {
     if (!(flags & get)) {
@@ -118,12 +117,12 @@ void set_value(keyspace& ks, std::string_view key, std::string_view value, unsig
 }
 
 value_ptr get_value(keyspace& ks, std::string_view key) {
-  entry* e = ks.find_read(key, clock_ms());
+  entry* e = ks.find_read(key);
   return e != nullptr ? e->value : nullptr;
 }
 
 void incr_by(keyspace& ks, std::string_view key, std::int64_t by, shard_reply& out) {
-  entry* e = ks.find(key, clock_ms());
+  entry* e = ks.find(key);
   std::int64_t v = 0;
   if (e != nullptr) {
     auto n = parse_int(*e->value);
@@ -223,7 +222,7 @@ void cmd_getex(keyspace& ks, args_t args, shard_reply& out) {
 
 void cmd_getdel(keyspace& ks, args_t args, shard_reply& out) {
   value_ptr v = get_value(ks, args[1]);
-  if (v) ks.erase(args[1], clock_ms());
+  if (v) ks.erase(args[1]);
   out.bulk(std::move(v));
 }
 
@@ -240,7 +239,7 @@ void cmd_strlen(keyspace& ks, args_t args, shard_reply& out) {
 // APPEND and SETRANGE change the value in place unless a reply still holds it (then they change a copy):
 // appending is amortised O(appended bytes), as in Redis.
 void cmd_append(keyspace& ks, args_t args, shard_reply& out) {
-  entry* e = ks.find(args[1], clock_ms());
+  entry* e = ks.find(args[1]);
   if (e == nullptr) {
     ks.put(args[1], adopt_value(out.input, args[2]), 0);
     return resp::append_integer(out.text, static_cast<std::int64_t>(args[2].size()));
@@ -260,7 +259,7 @@ void cmd_setrange(keyspace& ks, args_t args, shard_reply& out) {
   if (!offset) return resp::append_error(out.text, not_integer);
   if (*offset < 0) return resp::append_error(out.text, "ERR offset is out of range");
   std::string_view value = args[3];
-  entry* e = ks.find(args[1], clock_ms());
+  entry* e = ks.find(args[1]);
   std::int64_t size = e != nullptr ? static_cast<std::int64_t>(e->value->size()) : 0;
   if (value.empty()) return resp::append_integer(out.text, size);
   if (*offset > max_string - static_cast<std::int64_t>(value.size())) {
@@ -313,7 +312,7 @@ void cmd_decrby(keyspace& ks, args_t args, shard_reply& out) {
 }
 
 void cmd_incrbyfloat(keyspace& ks, args_t args, shard_reply& out) {
-  entry* e = ks.find(args[1], clock_ms());
+  entry* e = ks.find(args[1]);
   std::optional<long double> v = e != nullptr ? parse_float(*e->value) : 0.0L;
   std::optional<long double> by = v ? parse_float(args[2]) : std::nullopt;
   if (!v || !by) return resp::append_error(out.text, "ERR value is not a valid float");

@@ -59,11 +59,10 @@ task<bool> release_watches(server& srv, std::size_t me, session& ses) {
   co_return changed;
 }
 
-// The other shard holding every key of the queue and every watched key, when each queued command is a
-// single-key one: EXEC then runs there in one visit, atomic. (On the connection's own shard, the
-// general path does not suspend: atomic as well.)
-std::optional<std::size_t> one_other_shard(const context& c,
-                                           const std::vector<std::vector<std::string>>& queue) {
+// The shard holding every key of the queue and every watched key, when each queued command is a
+// single-key one: EXEC then runs in one visit under that shard's lock, atomic. With one shard the general
+// path is atomic as well (it does not suspend, and no other thread touches the keyspace).
+std::optional<std::size_t> one_shard(const context& c, const std::vector<std::vector<std::string>>& queue) {
   std::optional<std::size_t> at;
   for (const std::vector<std::string>& command : queue) {
     if (single_command(command[0]) == nullptr) return std::nullopt;  // arity checked: command[1] is a key
@@ -71,7 +70,7 @@ std::optional<std::size_t> one_other_shard(const context& c,
     if (at && *at != i) return std::nullopt;
     at = i;
   }
-  if (!at || *at == c.me) return std::nullopt;
+  if (!at || c.srv.count() == 1) return std::nullopt;
   std::size_t i = *at;
   if (!c.ses.tx.watching()) return i;
   for (const transaction::watch& w : c.ses.tx.held->watches) {
@@ -80,7 +79,7 @@ std::optional<std::size_t> one_other_shard(const context& c,
   return i;
 }
 
-// EXEC in one visit to shard i (one_other_shard): the watches checked, then the queue run if none moved.
+// EXEC in one visit to shard i (one_shard): the watches checked, then the queue run if none moved.
 task<void> exec_on(context& c, std::size_t i, const std::vector<std::vector<std::string>>& queue) {
   std::vector<std::vector<std::string_view>> args;
   std::vector<std::string> texts(queue.size());
@@ -88,7 +87,7 @@ task<void> exec_on(context& c, std::size_t i, const std::vector<std::vector<std:
   for (std::size_t j = 0; j < queue.size(); ++j) {
     args.emplace_back(queue[j].begin(), queue[j].end());
     replies.push_back({texts[j], nullptr, false, c.out.resp3()});
-    count_keyed(c.srv, c.me, true);
+    count_keyed(c.srv, c.me, i != c.me);
   }
   bool changed = false;
   co_await on_shard(c.srv, c.me, i, [&c, &args, &replies, &changed, i, db = c.ses.db] {
@@ -158,7 +157,7 @@ task<void> cmd_exec(context& c) {
   if (tx.held) queue = std::move(tx.held->queue);
   end_multi(tx);
   if (!dirty) {
-    if (auto i = one_other_shard(c, queue)) co_return co_await exec_on(c, *i, queue);
+    if (auto i = one_shard(c, queue)) co_return co_await exec_on(c, *i, queue);
   }
   bool changed = false;
   if (tx.watching()) changed = co_await release_watches(c.srv, c.me, c.ses);
@@ -209,7 +208,7 @@ task<void> cmd_watch(context& c) {
     std::uint64_t version = 0;
     co_await on_shard(c.srv, c.me, i, [&c, &version, key, i, db] {
       keyspace& ks = c.srv.shards[i]->db[db];
-      ks.find(key, clock_ms());  // a key already expired is gone before the watch: its erasure is no change
+      ks.find(key);  // a key already expired is gone before the watch: its erasure is no change
       version = ks.watch(key);
     });
     l.watches.push_back({i, db, std::string(key), version});
