@@ -5,14 +5,14 @@
 # transactions in flight on each, `requests`/4 of them) from a small raw-socket client in this script.
 # Group 1: uring-kv --threads 1 (native and emulated) and redis-server, each pinned to CPU 1, the client to
 # CPU 0, one key per command (redis-benchmark's default). Group 2: uring-kv --threads 2 (native) and
-# redis-server, both unpinned (on 2 cores the client competes with both shards), keys drawn from 100000
-# (-r), so that they spread over both shards; with the share of keyed commands that crossed to the other
-# shard (from uring-kv's INFO). Every run also reads the server's CPU time before and after (the sum over
-# its threads of /proc/PID/task/TID/schedstat's time on CPU, user and system, in nanoseconds: clock ticks
-# are too coarse for short runs), and reports it per request (a transaction is one request). The servers take turns
-# within each of `rounds` (default 3) rounds, so that a noisy neighbour hits them alike; the last lines
-# are each figure's median over the rounds. Needs redis-tools and redis-server. Servers are stopped by
-# their pids.
+# redis-server, both unpinned (on 2 cores the client competes with both shards), keys drawn from 100000 (-r),
+# so that they spread over both shards; with the share of keyed commands that crossed to the other shard and
+# the share that found its lock taken and hopped to its thread (from uring-kv's INFO). Every run also reads
+# the server's CPU time before and after (the sum over its threads of /proc/PID/task/TID/schedstat's time on
+# CPU, user and system, in nanoseconds: clock ticks are too coarse for short runs), and reports it per request
+# (a transaction is one request). The servers take turns within each of `rounds` (default 3) rounds, so that a
+# noisy neighbour hits them alike; the last lines are each figure's median over the rounds. Needs redis-tools
+# and redis-server. Servers are stopped by their pids.
 set -euo pipefail
 kv=${1:-build/release/samples/uring-kv}
 n=${2:-1000000}
@@ -59,10 +59,11 @@ for round in $(seq 1 "$rounds"); do
     done
     # Two shards: with one key, a connection's requests all cross or none do; -r spreads them.
     for port in 6394 6395; do
-      keyed=$(stat keyed_commands) crossed=$(stat forwarded_commands)
+      keyed=$(stat keyed_commands) crossed=$(stat forwarded_commands) hops=$(stat hops)
       line="${name[$port]}, -P $P: $(run $port $P 100000)"
       keyed=$(($(stat keyed_commands) - keyed)) crossed=$(($(stat forwarded_commands) - crossed))
-      [ $port = 6394 ] && line+=" crossed_pct $((100 * crossed / keyed))"
+      hops=$(($(stat hops) - hops))
+      [ $port = 6394 ] && line+=" crossed_pct $((100 * crossed / keyed)) hopped_pct $((100 * hops / keyed))"
       echo "round $round: $line" && echo "$line" >>"$results"
     done
   done

@@ -15,6 +15,7 @@ MULTI/EXEC/WATCH, which redis-server has no counterpart of (kv_compat_test.py co
 The server is killed by pid on every exit path; every wait has a deadline.
 """
 import contextlib
+import re
 import sys
 import threading
 import time
@@ -119,7 +120,7 @@ def atomic_on_one_key(port):
             c.close()
 
 
-def counts_from_every_shard(port):
+def counts_from_every_shard(port, shards):
     keys = ["n:%d" % i for i in range(16)]
     clients, rounds = 4, 200
     errors = []
@@ -151,6 +152,14 @@ def counts_from_every_shard(port):
     check("each key counted every INCR: %r" % (got[0],), got[0] == [want] * len(keys))
     check("each APPEND landed: %r" % ([len(v or b"") for v in got[1]],),
           [len(v or b"") for v in got[1]] == [clients * rounds // 4] * 4)
+    info = pipeline(c, [["INFO", "shards"]])[0]
+    figures = dict(re.findall(rb"\r\n(forwarded_commands|hops):(\d+)", info))
+    forwarded, hops = int(figures.get(b"forwarded_commands", -1)), int(figures.get(b"hops", -1))
+    if shards > 1:  # with one shard nothing crosses
+        check("commands crossed shards (%d), at most one hop each (%d)" % (forwarded, hops),
+              forwarded > 0 and 0 <= hops <= forwarded)
+    else:
+        check("one shard: no crossing (%d), no hop (%d)" % (forwarded, hops), forwarded == 0 and hops == 0)
     c.close()
 
 
@@ -161,7 +170,7 @@ def main():
         queue_bound(port)
         watch_bound(port)
         atomic_on_one_key(port)
-        counts_from_every_shard(port)
+        counts_from_every_shard(port, shards)
         if shards == 1:
             atomic_on_one_shard(port)
     finally:

@@ -152,6 +152,7 @@ uring::task<void> on_shard(server& srv, std::size_t me, std::size_t i, F fn) {
       fn();
       co_return;
     }
+    ++srv.shards[me]->hops;
   }
   co_await on_executor(srv, me, i, std::move(fn));
 }

@@ -123,7 +123,7 @@ uring::task<void> config_resetstat(context& c) {
     co_await on_executor(c.srv, c.me, i, [&srv = c.srv, i] {
       shard& s = *srv.shards[i];
       for (keyspace& ks : s.db) ks.expired_keys = ks.hits = ks.misses = 0;
-      s.keyed_commands = s.forwarded_commands = 0;
+      s.keyed_commands = s.forwarded_commands = s.hops = 0;
       client_registry& r = *srv.clients[i];
       r.connections_received = r.commands_processed = 0;
     });

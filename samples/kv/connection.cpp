@@ -173,7 +173,7 @@ uring::task<void> pause_receiving(void* side) {
       }
       if (!batch.empty() && (st != resp::parse_status::command ||
                              !batch.takes(forwarded_to(*srv, me, ses, parser.args()), parser.args()))) {
-        co_await batch.run(*srv, out);
+        co_await batch.run(*srv, me, out);
       }
       if (st == resp::parse_status::error) {
         if (parser.error().find(too_large) != std::string_view::npos) {
@@ -214,7 +214,7 @@ uring::task<void> pause_receiving(void* side) {
         ses.info.last_ms = clock_ms();
       }
     }
-    if (!batch.empty()) co_await batch.run(*srv, out);
+    if (!batch.empty()) co_await batch.run(*srv, me, out);
     if (!out.empty()) co_await out.flush();
     // The client has taken every reply before more of its input is read.
     if (!open) co_return false;

@@ -25,7 +25,7 @@ void forward_batch::add(std::size_t to, single_fn fn, int db, args_t args) {
   }
 }
 
-uring::task<void> forward_batch::run(server& srv, reply& out) {
+uring::task<void> forward_batch::run(server& srv, std::size_t me, reply& out) {
   // Views of the copied arguments, made now that no more are added (the bytes no longer move).
   std::vector<std::string_view> views;
   views.reserve(pieces_.size());
@@ -44,6 +44,7 @@ uring::task<void> forward_batch::run(server& srv, reply& out) {
   if (keys_guard hold(target, std::try_to_lock); hold.owns()) {
     run_all();  // the shard is free now: no hop
   } else {
+    ++srv.shards[me]->hops;
     co_await uring::submit_to(srv.group->at(shard_), [&target, &run_all] {
       keys_guard held(target);
       run_all();

@@ -41,7 +41,8 @@ class forward_batch {
   // Adds `fn(args)` in database `db` of shard `to` (takes() answered true).
   void add(std::size_t to, single_fn fn, int db, args_t args);
   // Runs the commands on their shard, in order, their replies appended to `out`; the batch is then empty.
-  uring::task<void> run(server& srv, reply& out);
+  // `me`: the connection's executor.
+  uring::task<void> run(server& srv, std::size_t me, reply& out);
 
  private:
   struct command {

@@ -26,7 +26,8 @@ struct counts {
   };
   std::array<db, databases> dbs{};
   std::size_t stored = 0, clients = 0;
-  std::uint64_t expired = 0, hits = 0, misses = 0, keyed = 0, forwarded = 0, received = 0, processed = 0;
+  std::uint64_t expired = 0, hits = 0, misses = 0, keyed = 0, forwarded = 0, hops = 0, received = 0,
+                processed = 0;
   uring::metrics::executor_sample executor;  // the shard's executor's figures (the Uring section)
   std::string ring_flags;                    // the setup flags its ring has ("none" emulated)
   bool msg_ring = false;                     // its hand-offs go by MSG_RING (else by mailbox)
@@ -81,6 +82,7 @@ task<void> cmd_info(context& c) {
       }
       n.keyed = s.keyed_commands;
       n.forwarded = s.forwarded_commands;
+      n.hops = s.hops;
       const client_registry& r = *c.srv.clients[i];
       n.clients = r.size;
       n.received = r.connections_received;
@@ -99,7 +101,8 @@ task<void> cmd_info(context& c) {
       all.dbs[d].deadlines += p.dbs[d].deadlines;
     }
     all.stored += p.stored, all.clients += p.clients, all.expired += p.expired, all.hits += p.hits;
-    all.misses += p.misses, all.keyed += p.keyed, all.forwarded += p.forwarded, all.received += p.received;
+    all.misses += p.misses, all.keyed += p.keyed, all.forwarded += p.forwarded, all.hops += p.hops,
+        all.received += p.received;
     all.processed += p.processed;
   }
   std::int64_t now = clock_ms();
@@ -152,10 +155,12 @@ task<void> cmd_info(context& c) {
     for (std::size_t i = 0; i < per.size(); ++i) {
       std::string shard = "shard" + std::to_string(i);
       info += line(shard + "_keys", per[i].stored) + line(shard + "_keyed_commands", per[i].keyed) +
-              line(shard + "_forwarded_commands", per[i].forwarded);
+              line(shard + "_forwarded_commands", per[i].forwarded) + line(shard + "_hops", per[i].hops);
     }
-    // Keyed commands that visited another shard than their connection's: the cross-shard share.
-    info += line("keyed_commands", all.keyed) + line("forwarded_commands", all.forwarded);
+    // Keyed commands that visited another shard than their connection's (the cross-shard share), and the
+    // visits that found that shard's lock taken and went to its thread.
+    info += line("keyed_commands", all.keyed) + line("forwarded_commands", all.forwarded) +
+            line("hops", all.hops);
   }
   if (section("URING", "Uring")) {
     // Each shard's executor: its ring's work (uring/metrics.hpp names the same figures for Prometheus).

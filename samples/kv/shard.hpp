@@ -227,6 +227,9 @@ struct shard {
   // had to visit another shard (INFO reports both: the cross-shard share of a workload).
   std::uint64_t keyed_commands = 0;
   std::uint64_t forwarded_commands = 0;
+  // Visits to another shard's databases that found its lock taken and waited for its thread (a hop there
+  // and back); the other forwarded commands ran here under that shard's lock.
+  std::uint64_t hops = 0;
 };
 
 // Holds a shard's lock for its scope (none with one shard). A thread that finds it taken spins briefly
