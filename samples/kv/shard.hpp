@@ -244,9 +244,14 @@ class keys_guard {
     }
     s_->keys.lock();
   }
-  // Takes the lock only if it is free: owns() says whether this guard holds the shard.
-  keys_guard(shard& s, std::try_to_lock_t)
-      : s_(s.shared ? &s : nullptr), owns_(!s.shared || s.keys.try_lock()) {}
+  // Takes the lock only if it is free, or comes free within a short spin (a hop to the owner costs more
+  // than a batch of commands takes): owns() says whether this guard holds the shard.
+  keys_guard(shard& s, std::try_to_lock_t) : s_(s.shared ? &s : nullptr), owns_(s_ == nullptr) {
+    for (int i = 0; !owns_ && i < 32; ++i) {
+      owns_ = s_->keys.try_lock();
+      if (!owns_) __builtin_ia32_pause();
+    }
+  }
   keys_guard(const keys_guard&) = delete;
   keys_guard& operator=(const keys_guard&) = delete;
   ~keys_guard() {
