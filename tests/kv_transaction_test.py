@@ -6,8 +6,10 @@ MULTI/EXEC/WATCH, which redis-server has no counterpart of (kv_compat_test.py co
 - The watch bound: past 1024 watched keys per client, WATCH is an error and watches nothing more.
 - With one shard, EXEC is atomic: a transaction INCR c, KEYS * (a reply past the 64 KiB at which a
   connection writes), INCR c, run while another client floods INCR c, always sees two consecutive numbers.
-- With any number of shards, a transaction on one key is atomic (run in one visit to its shard): INCR,
+- With any number of shards, a transaction on one key is atomic (run holding its shard's lock): INCR,
   GET, INCRBY of one key amid another client's flood of INCRs see consecutive numbers.
+- With several shards, a transaction on keys of two shards is atomic (run holding both locks): amid
+  another client's transactions INCR x, INCR y, a transaction GET x, GET y always reads them equal.
 - No command is lost between shards, nor run out of a client's order: four clients at once (the
   connections land on either shard) pipeline INCRs and APPENDs on shared keys spread over every shard, and
   SETs then GETs of their own; each command runs under its key's shard lock, on the connection's thread or
@@ -15,6 +17,7 @@ MULTI/EXEC/WATCH, which redis-server has no counterpart of (kv_compat_test.py co
 The server is killed by pid on every exit path; every wait has a deadline.
 """
 import contextlib
+import multiprocessing
 import re
 import sys
 import threading
@@ -64,40 +67,45 @@ def watch_bound(port):
     c.close()
 
 
+def flood(port, batch, stop, first, count):
+    """The flooding client's loop, in a process of its own (so that it runs beside the test's client, not
+    in turns with it under one interpreter lock)."""
+    f = Conn(port)
+    until = time.monotonic() + 60
+    while not stop.is_set() and time.monotonic() < until:
+        pipeline(f, batch)
+        with count.get_lock():
+            count.value += len(batch)
+        first.set()
+    f.close()
+
+
 @contextlib.contextmanager
-def flooding(port, key):
-    """Another client sends INCR key, 50 at a time, until the block ends (60 s at most)."""
-    stop = threading.Event()
-    flooded = [0]
-
-    def flood():
-        f = Conn(port)
-        until = time.monotonic() + 60
-        while not stop.is_set() and time.monotonic() < until:
-            pipeline(f, [["INCR", key]] * 50)
-            flooded[0] += 50
-        f.close()
-
-    t = threading.Thread(target=flood)
-    t.start()
+def flooding(port, batch):
+    """Another client sends `batch` (a list of commands) again and again until the block ends (60 s at
+    most)."""
+    stop, first, count = multiprocessing.Event(), multiprocessing.Event(), multiprocessing.Value("q", 0)
+    p = multiprocessing.Process(target=flood, args=(port, batch, stop, first, count))
+    p.start()
     # The block starts once the other client is under way: on a loaded machine the block could otherwise
     # end before its first batch.
-    started = time.monotonic() + 30
-    while flooded[0] == 0 and t.is_alive() and time.monotonic() < started:
-        time.sleep(0.001)
+    first.wait(30)
     try:
         yield
     finally:
         stop.set()
-        t.join(70)
-    check("the other client ran meanwhile (%d INCRs)" % flooded[0], flooded[0] > 0)
+        p.join(70)
+        if p.is_alive():
+            p.kill()
+            p.join()
+    check("the other client ran meanwhile (%d commands)" % count.value, count.value > 0)
 
 
 def atomic_on_one_shard(port):
     c = Conn(port)
     names = [["SET", "key:%06d:%s" % (i, "p" * 20), "1"] for i in range(4000)]
     pipeline(c, names)  # KEYS * replies about 140 KiB
-    with flooding(port, "c"):
+    with flooding(port, [["INCR", "c"]] * 50):
         for _ in range(40):
             got = pipeline(c, [["MULTI"], ["INCR", "c"], ["KEYS", "*"], ["INCR", "c"], ["EXEC"]])
             first, keys, second = got[-1]
@@ -108,7 +116,7 @@ def atomic_on_one_shard(port):
 
 def atomic_on_one_key(port):
     """Transactions on one key run in one visit to its shard (or on the connection's own): atomic."""
-    with flooding(port, "one"):
+    with flooding(port, [["INCR", "one"]] * 50):
         for _ in range(4):  # connections land on either shard
             c = Conn(port)
             for _ in range(20):
@@ -117,6 +125,42 @@ def atomic_on_one_key(port):
                 first, read, second = got[-1]
                 check("INCRs %d, GET %r, INCRBY %d consecutive" % (first, read, second),
                       read == b"%d" % first and second == first + 1)
+            c.close()
+
+
+def shard_of(key, shards):
+    """uring-kv's kv::shard_of: FNV-1a over the key's bytes, modulo the shard count."""
+    h = 14695981039346656037
+    for ch in key.encode():
+        h = ((h ^ ch) * 1099511628211) % 2**64
+    return h % shards
+
+
+def atomic_across_shards(port, shards):
+    """A transaction on keys of two shards holds both shards' locks: another client's transactions INCR x,
+    INCR y are seen whole (x equals y at every read), and so is a WATCH on both."""
+    x = "x0"
+    y = next("y%d" % i for i in range(100) if shard_of("y%d" % i, shards) != shard_of(x, shards))
+    c = Conn(port)
+    pipeline(c, [["SET", x, "0"], ["SET", y, "0"]])
+    c.close()
+    # Reads between the two INCRs widen the moment a transaction that is not atomic shows x ahead of y.
+    pad = [["GET", "pad%d" % i] for i in range(200)]
+    check_pair = [["MULTI"], ["GET", x], ["GET", y], ["EXEC"]]
+    with flooding(port, ([["MULTI"], ["INCR", x]] + pad + [["INCR", y], ["EXEC"]]) * 10):
+        # For 2 s (12 connections at least; each lands on either shard): on two shared cores the two
+        # shards run side by side only now and then.
+        until, n = time.monotonic() + 2, 0
+        while n < 12 or time.monotonic() < until:
+            n += 1
+            c = Conn(port)
+            for _ in range(10):
+                got = pipeline(c, check_pair * 50)
+                torn = [r for r in got[3::4] if r[0] != r[1]]
+                check("x and y read together, not %r" % (torn[:3],), not torn)
+            got = pipeline(c, [["WATCH", x, y], ["GET", x], ["MULTI"], ["INCR", x], ["INCR", y], ["EXEC"]])
+            check("a watched pair, changed meanwhile or not: %r" % (got[-1],),
+                  got[-1] is None or (isinstance(got[-1], list) and got[-1][0] == got[-1][1]))
             c.close()
 
 
@@ -171,6 +215,8 @@ def main():
         watch_bound(port)
         atomic_on_one_key(port)
         counts_from_every_shard(port, shards)
+        if shards > 1:
+            atomic_across_shards(port, shards)
         if shards == 1:
             atomic_on_one_shard(port)
     finally:

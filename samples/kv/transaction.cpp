@@ -3,6 +3,7 @@
 #include <uring/resp/parser.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <optional>
 
 #include "commands.hpp"
@@ -24,7 +25,7 @@ void end_multi(transaction& tx) {
   }
 }
 
-// On shard i's thread: forgets the watches the session has there; true if one of those keys changed.
+// Holding shard i's lock: forgets the watches the session has there; true if one of those keys changed.
 bool release_on(server& srv, std::size_t i, const transaction& tx) {
   bool changed = false;
   if (!tx.watching()) return false;
@@ -59,52 +60,49 @@ task<bool> release_watches(server& srv, std::size_t me, session& ses) {
   co_return changed;
 }
 
-// The shard holding every key of the queue and every watched key, when each queued command is a
-// single-key one: EXEC then runs in one visit under that shard's lock, atomic. With one shard the general
-// path is atomic as well (it does not suspend, and no other thread touches the keyspace).
-std::optional<std::size_t> one_shard(const context& c, const std::vector<std::vector<std::string>>& queue) {
-  std::optional<std::size_t> at;
+// The shards EXEC holds to run at once: those of every queued command's key and every watched key, in
+// shard order, when each queued command is a single-key one and several shards run (with one, the general
+// path is atomic as well: it does not suspend, and no other thread touches the keyspace).
+std::optional<std::vector<std::size_t>> shards_to_hold(const context& c,
+                                                       const std::vector<std::vector<std::string>>& queue) {
+  if (c.srv.count() == 1 || queue.empty()) return std::nullopt;
+  std::vector<bool> needed(c.srv.count());
   for (const std::vector<std::string>& command : queue) {
     if (single_command(command[0]) == nullptr) return std::nullopt;  // arity checked: command[1] is a key
-    std::size_t i = shard_of(command[1], c.srv.count());
-    if (at && *at != i) return std::nullopt;
-    at = i;
+    needed[shard_of(command[1], c.srv.count())] = true;
   }
-  if (!at || c.srv.count() == 1) return std::nullopt;
-  std::size_t i = *at;
-  if (!c.ses.tx.watching()) return i;
-  for (const transaction::watch& w : c.ses.tx.held->watches) {
-    if (w.shard != i) return std::nullopt;
+  if (c.ses.tx.watching()) {
+    for (const transaction::watch& w : c.ses.tx.held->watches) needed[w.shard] = true;
   }
-  return i;
+  std::vector<std::size_t> shards;
+  for (std::size_t i = 0; i < needed.size(); ++i) {
+    if (needed[i]) shards.push_back(i);
+  }
+  return shards;
 }
 
-// EXEC in one visit to shard i (one_shard): the watches checked, then the queue run if none moved.
-task<void> exec_on(context& c, std::size_t i, const std::vector<std::vector<std::string>>& queue) {
-  std::vector<std::vector<std::string_view>> args;
-  std::vector<std::string> texts(queue.size());
-  std::vector<shard_reply> replies;
-  for (std::size_t j = 0; j < queue.size(); ++j) {
-    args.emplace_back(queue[j].begin(), queue[j].end());
-    replies.push_back({texts[j], nullptr, false, c.out.resp3()});
-    count_keyed(c.srv, c.me, i != c.me);
-  }
+// EXEC holding the locks of `shards` (shards_to_hold), on the connection's thread: the watches checked, then
+// the queue run if none moved, with nothing of another client in between on any of those shards. The locks
+// are taken in shard order, as by every holder of more than one, so two such EXECs cannot wait for each
+// other; any other holder keeps one lock for one batch of commands.
+void exec_holding(context& c, const std::vector<std::size_t>& shards,
+                  const std::vector<std::vector<std::string>>& queue) {
+  std::deque<keys_guard> held;  // a deque: its guards never move
+  for (std::size_t i : shards) held.emplace_back(*c.srv.shards[i]);
   bool changed = false;
-  co_await on_shard(c.srv, c.me, i, [&c, &args, &replies, &changed, i, db = c.ses.db] {
-    changed = release_on(c.srv, i, c.ses.tx);
-    for (std::size_t j = 0; j < args.size() && !changed; ++j) {
-      single_command(args[j][0])(c.srv.shards[i]->db[db], args[j], replies[j]);
-    }
-  });
+  for (std::size_t i : shards) changed = release_on(c.srv, i, c.ses.tx) || changed;
   forget_watches(c.ses.tx);
-  if (changed) {
-    c.out.null_array();  // a watched key changed: nothing ran
-    co_return;
-  }
+  if (changed) return c.out.null_array();  // a watched key changed: nothing ran
   resp::append_array_header(text(c), queue.size());
-  for (std::size_t j = 0; j < queue.size(); ++j) {
-    text(c) += texts[j];
-    if (replies[j].has_value) c.out.bulk(std::move(replies[j].value));
+  std::vector<std::string_view> args;
+  for (const std::vector<std::string>& command : queue) {
+    args.assign(command.begin(), command.end());
+    const std::size_t i = shard_of(args[1], c.srv.count());
+    count_keyed(c.srv, c.me, i != c.me);
+    ++c.srv.clients[c.me]->commands_processed;
+    shard_reply r{text(c), nullptr, false, c.out.resp3()};
+    single_command(args[0])(c.srv.shards[i]->db[c.ses.db], args, r);
+    if (r.has_value) c.out.bulk(std::move(r.value));
   }
 }
 
@@ -157,7 +155,7 @@ task<void> cmd_exec(context& c) {
   if (tx.held) queue = std::move(tx.held->queue);
   end_multi(tx);
   if (!dirty) {
-    if (auto i = one_shard(c, queue)) co_return co_await exec_on(c, *i, queue);
+    if (auto shards = shards_to_hold(c, queue)) co_return exec_holding(c, *shards, queue);
   }
   bool changed = false;
   if (tx.watching()) changed = co_await release_watches(c.srv, c.me, c.ses);

@@ -4,13 +4,13 @@
 // each watched key only, bumped by every change to it on that shard; EXEC visits each shard holding a
 // watched key, compares the versions read at WATCH, and replies the null array if any moved.
 //
-// Atomicity: when every queued command is a single-key one and all their keys and the watched keys live
-// on one shard, EXEC checks the watches and runs the queue in one visit to that shard: atomic. Otherwise
-// it runs the queue in order, each command visiting its keys' shards as it would outside a transaction,
-// with its replies held until the end: on one shard (--threads 1, the default) nothing else runs between
-// the WATCH check and the last command, atomic too; with several, a command visiting another shard waits
-// for it, and other clients' commands may run meanwhile, on every shard: between the check and the
-// commands, and between two commands.
+// Atomicity: when every queued command is a single-key one, EXEC takes the locks of the shards that hold
+// their keys and the watched keys, in shard order, checks the watches and runs the queue under them, on the
+// connection's thread: atomic, on any number of shards. Otherwise (a queued command that visits shards on
+// its own: MSET, DEL, KEYS...) it runs the queue in order, each command visiting its keys' shards as it
+// would outside a transaction, with its replies held until the end: on one shard (--threads 1, the
+// default) nothing else runs between the WATCH check and the last command, atomic too; with several,
+// other clients' commands may run between the check and the commands, and between two commands.
 #pragma once
 
 #include <cstddef>
