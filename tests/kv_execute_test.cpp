@@ -5,10 +5,12 @@
 // counted (alloc_count.hpp).
 #include <gtest/gtest.h>
 
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "alloc_count.hpp"
@@ -96,9 +98,18 @@ TEST(KvExecute, AKeyOnAShardAnotherThreadHoldsGoesOnAsATask) {
   one_session s(2);
   std::string there = key_on(1, 2);
   {
-    std::lock_guard busy(s.srv.shards[1]->keys);  // its executor runs a command there
+    // Another thread holds the shard, as its executor does while it runs a command there.
+    std::latch held(1), done(1);
+    std::thread owner([&] {
+      std::lock_guard busy(s.srv.shards[1]->keys);
+      held.count_down();
+      done.wait();
+    });
+    held.wait();
     EXPECT_FALSE(s.at_once({"SET", there, "v"}));
     EXPECT_FALSE(s.at_once({"GET", there}));
+    done.count_down();
+    owner.join();
   }
   EXPECT_EQ(s.srv.shards[1]->db[0].stored(), 0u) << "the task, never run here, stored nothing";
   // Commands that visit the shards they need go on as tasks, whatever the keys.
