@@ -42,6 +42,14 @@ struct one_session {
     if (reply != nullptr) *reply = out.text();
     return run.await_ready();
   }
+  // at_once, and the heap blocks its start allocated into `blocks`.
+  bool at_once_counted(const std::vector<std::string_view>& words, std::string* reply,
+                       std::vector<std::size_t>& blocks) {
+    start_recording();
+    const bool done = at_once(words, reply);
+    blocks = take();
+    return done;
+  }
 };
 
 // A key that shard_of places on shard `i` of `shards`.
@@ -59,18 +67,12 @@ TEST(KvExecute, ACommandOnItsOwnShardFinishesAtOnceWithoutAllocating) {
   EXPECT_EQ(reply, "+OK\r\n");
   ASSERT_TRUE(s.at_once({"SET", "n", "41"}));
 
-  const std::vector<std::string_view> get_k{"GET", "k"}, incr_n{"INCR", "n"};
-  start_recording();
-  bool get = s.at_once(get_k, &reply);
-  std::vector<std::size_t> blocks = take();
-  EXPECT_TRUE(get);
+  std::vector<std::size_t> blocks;
+  EXPECT_TRUE(s.at_once_counted({"GET", "k"}, &reply, blocks));
   EXPECT_EQ(reply, "$1\r\nv\r\n");
   EXPECT_EQ(blocks.size(), 0u) << "a GET of a short value allocates nothing: no coroutine frame";
 
-  start_recording();
-  bool incr = s.at_once(incr_n, &reply);
-  blocks = take();
-  EXPECT_TRUE(incr);
+  EXPECT_TRUE(s.at_once_counted({"INCR", "n"}, &reply, blocks));
   EXPECT_EQ(reply, ":42\r\n");
   EXPECT_LE(blocks.size(), 1u) << "INCR allocates at most its new value";
 }
@@ -81,11 +83,8 @@ TEST(KvExecute, AKeyOnAnotherShardRunsAtOnceWhileThatShardIsFree) {
   EXPECT_TRUE(s.at_once({"SET", here, "v"}));
   EXPECT_TRUE(s.at_once({"SET", there, "w"}, &reply));
   EXPECT_EQ(reply, "+OK\r\n");
-  const std::vector<std::string_view> get_there{"GET", there};
-  start_recording();
-  bool get = s.at_once(get_there, &reply);
-  std::vector<std::size_t> blocks = take();
-  EXPECT_TRUE(get);
+  std::vector<std::size_t> blocks;
+  EXPECT_TRUE(s.at_once_counted({"GET", there}, &reply, blocks));
   EXPECT_EQ(reply, "$1\r\nw\r\n");
   EXPECT_EQ(blocks.size(), 0u) << "no hop, so no coroutine frame";
   EXPECT_EQ(s.srv.shards[0]->keyed_commands, 3u);

@@ -140,11 +140,14 @@ void run_single(shard& s, session& ses, args_t args, reply& out, single_fn fn) {
   if (r.has_value) out.bulk(std::move(r.value));
 }
 
-// The rest of a single-key command whose key lives on shard i, another executor's.
+// The rest of a single-key command whose key lives on shard i, another executor's, that execute did not
+// run here (it found the lock taken just now): run there, a hop, without trying the lock again.
 task<bool> run_elsewhere(server& srv, std::size_t me, session& ses, args_t args, reply& out, single_fn fn,
                          std::size_t i) {
   shard_reply r{out.text(), nullptr, false, out.resp3(), ses.input};
-  co_await on_shard(srv, me, i, [&srv, fn, args, &r, i, db = ses.db] { fn(srv.shards[i]->db[db], args, r); });
+  ++srv.shards[me]->hops;
+  co_await on_executor(srv, me, i,
+                       [&srv, fn, args, &r, i, db = ses.db] { fn(srv.shards[i]->db[db], args, r); });
   if (r.has_value) out.bulk(std::move(r.value));
   co_return true;
 }

@@ -132,14 +132,14 @@ inline std::string& text(context& c) { return c.out.text(); }
 // forwarded and awaited.
 template <class F>
 uring::task<void> on_executor(server& srv, std::size_t me, std::size_t i, F fn) {
-  if (i == me) {
+  auto locked = [&srv, &fn, i] {
     keys_guard hold(*srv.shards[i]);
     fn();
+  };
+  if (i == me) {
+    locked();
   } else {
-    co_await uring::submit_to(srv.group->at(i), [&srv, &fn, i] {
-      keys_guard hold(*srv.shards[i]);
-      fn();
-    });
+    co_await uring::submit_to(srv.group->at(i), locked);
   }
 }
 

@@ -109,7 +109,7 @@ task<void> rename(context& c, bool nx) {
   if (std::size_t i = shard_of(from, n); i == shard_of(to, n)) {
     copied r = co_await copy_within(c, i, from, c.ses.db, to, c.ses.db, nx, from != to, false);
     if (!r.found) co_return resp::append_error(out, "ERR no such key");
-    out += nx ? (r.stored && from != to ? ":1\r\n" : ":0\r\n") : "+OK\r\n";
+    out += nx ? (r.stored ? ":1\r\n" : ":0\r\n") : "+OK\r\n";  // the same name stores nothing
     co_return;
   }
   found f = co_await read_entry(c, from, c.ses.db, false);

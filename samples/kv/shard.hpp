@@ -236,22 +236,15 @@ struct shard {
 // before it sleeps: another thread holds it for at most one batch of commands.
 class keys_guard {
  public:
-  explicit keys_guard(shard& s) : s_(s.shared ? &s : nullptr) {
-    if (s_ == nullptr) return;
-    for (int i = 0; i < 256; ++i) {
-      if (s_->keys.try_lock()) return;
-      __builtin_ia32_pause();
+  explicit keys_guard(shard& s) : keys_guard(s, 256) {
+    if (!owns_) {
+      s_->keys.lock();
+      owns_ = true;
     }
-    s_->keys.lock();
   }
   // Takes the lock only if it is free, or comes free within a short spin (a hop to the owner costs more
   // than a batch of commands takes): owns() says whether this guard holds the shard.
-  keys_guard(shard& s, std::try_to_lock_t) : s_(s.shared ? &s : nullptr), owns_(s_ == nullptr) {
-    for (int i = 0; !owns_ && i < 32; ++i) {
-      owns_ = s_->keys.try_lock();
-      if (!owns_) __builtin_ia32_pause();
-    }
-  }
+  keys_guard(shard& s, std::try_to_lock_t) : keys_guard(s, 32) {}
   keys_guard(const keys_guard&) = delete;
   keys_guard& operator=(const keys_guard&) = delete;
   ~keys_guard() {
@@ -260,8 +253,16 @@ class keys_guard {
   [[nodiscard]] bool owns() const noexcept { return owns_; }
 
  private:
+  // Tries the lock up to `spins` times, pausing between tries.
+  keys_guard(shard& s, int spins) : s_(s.shared ? &s : nullptr), owns_(s_ == nullptr) {
+    for (int i = 0; !owns_ && i < spins; ++i) {
+      owns_ = s_->keys.try_lock();
+      if (!owns_) __builtin_ia32_pause();
+    }
+  }
+
   shard* s_;
-  bool owns_ = true;
+  bool owns_;
 };
 
 // What a command run on a shard answers: RESP text, or a stored value sent as a bulk string after it
