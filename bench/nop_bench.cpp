@@ -31,6 +31,7 @@
 
 #include <uring/uring.hpp>
 
+#include "bare_coroutine.hpp"
 #include "raw_nop.hpp"
 #include "thread_cpu.hpp"
 
@@ -73,6 +74,8 @@ void raw_nops(benchmark::State& state, bool registered, bool sqpoll) {
 }  // namespace uring::bench
 
 namespace {
+
+using uring::bench::bare_task;
 
 using uring::bench::raw_nops;
 using uring::bench::thread_cpu;
@@ -127,21 +130,8 @@ void executor_nops(benchmark::State& state, uring::backend_kind backend, bool re
   }
 }
 
-// The bare coroutine floor: a coroutine that starts at once and stays suspended at its end, and a NOP
-// awaitable that is its own CQE's user_data (the loop stores the result in it and resumes its waiter).
-struct bare_task {
-  struct promise_type {
-    bare_task get_return_object() noexcept {
-      return {std::coroutine_handle<promise_type>::from_promise(*this)};
-    }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_always final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-  std::coroutine_handle<promise_type> handle;
-};
-
+// The bare coroutine floor: a bare_task, and a NOP awaitable that is its own CQE's user_data (the loop
+// stores the result in it and resumes its waiter).
 struct bare_nop {
   io_uring* ring;
   std::coroutine_handle<> waiter{};

@@ -6,7 +6,12 @@
 //   cancel/raw_stop_token  raw_liburing plus what a std::stop_token costs any library that takes one: a
 //                        stop_source per round trip (its shared state is allocated), a stop_callback
 //                        registered around the read whose callback queues the ASYNC_CANCEL, the stop
-//                        request: the floor under cancel/uring
+//                        request: what the token adds to raw_liburing
+//   cancel/raw_coroutine the least a coroutine loop adds to raw_stop_token, the floor under cancel/uring:
+//                        the same two coroutines as cancel/uring (the reader and the stopper, resumed on
+//                        the next turn) on a bare loop over the raw ring, a read awaitable that is its
+//                        CQE's user_data and whose stop_callback queues the cancel (its success skips its
+//                        CQE, as ours does). No executor, no error path, no bookkeeping.
 //   cancel/uring         the same work: a read on an empty pipe, awaited with a stop token, goes to the
 //                        kernel in one enter; on the next turn request_stop() queues an ASYNC_CANCEL for it,
 //                        and the second enter waits for both CQEs (the read fails ECANCELED). A stop in the
@@ -23,10 +28,14 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <stop_token>
+#include <vector>
 
 #include <uring/uring.hpp>
+
+#include "bare_coroutine.hpp"
 
 namespace {
 
@@ -110,22 +119,7 @@ struct round_trip {
   std::uint64_t enters_before = 0;
 };
 
-// A coroutine that, each time it is resumed, stops the round trip's read once the executor has entered
-// since the read started (the kernel has it), else waits one more turn. A coroutine resumed by a
-// completion runs in the reaping turn, so the turn after it may come before the read's enter: counting
-// says when. (A stop before that enter would withdraw the read instead: no round trip.)
-struct stopper {
-  struct promise_type {
-    stopper get_return_object() noexcept {
-      return {std::coroutine_handle<promise_type>::from_promise(*this)};
-    }
-    std::suspend_always initial_suspend() noexcept { return {}; }
-    std::suspend_always final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-  std::coroutine_handle<promise_type> handle;
-};
+using stopper = uring::bench::bare_coroutine<true>;  // started by the loop, each round trip
 
 struct next_turn {
   uring::executor& ex;
@@ -134,12 +128,130 @@ struct next_turn {
   void await_resume() const noexcept {}
 };
 
+// A coroutine that, each time it is resumed, stops the round trip's read once the executor has entered
+// since the read started (the kernel has it), else waits one more turn. A coroutine resumed by a
+// completion runs in the reaping turn, so the turn after it may come before the read's enter: counting
+// says when. (A stop before that enter would withdraw the read instead: no round trip.)
 stopper stop_once_started(const round_trip& trip) {
   for (;;) {
     while (trip.ex->stats().enters == trip.enters_before) co_await next_turn{*trip.ex};
     trip.source->request_stop();
     co_await std::suspend_always{};
   }
+}
+
+// cancel/raw_coroutine: a loop of one ready list and one raw ring, nothing else.
+struct bare_loop {
+  io_uring ring = make_raw_ring();
+  std::vector<std::coroutine_handle<>> ready, resuming;
+  std::uint64_t enters = 0;
+};
+
+using uring::bench::bare_task;
+
+// A read at offset 0 that is its own CQE's user_data; a stop queues an ASYNC_CANCEL for it.
+struct bare_read {
+  struct on_stop {
+    bare_read* self;
+    void operator()() const noexcept {
+      io_uring_sqe* sqe = io_uring_get_sqe(&self->loop->ring);
+      io_uring_prep_cancel(sqe, self, 0);
+      sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+    }
+  };
+  bare_loop* loop;
+  int fd;
+  char* buf;
+  std::stop_token token;
+  std::coroutine_handle<> waiter{};
+  int res = 0;
+  std::optional<std::stop_callback<on_stop>> callback{};
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) {
+    waiter = h;
+    io_uring_sqe* sqe = io_uring_get_sqe(&loop->ring);
+    io_uring_prep_read(sqe, fd, buf, 1, 0);
+    io_uring_sqe_set_data(sqe, this);
+    callback.emplace(token, on_stop{this});
+  }
+  int await_resume() noexcept {
+    callback.reset();
+    return res;
+  }
+};
+
+struct bare_next_turn {
+  bare_loop& loop;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { loop.ready.push_back(h); }
+  void await_resume() const noexcept {}
+};
+
+// stop_once_started on the bare loop.
+struct bare_trip {
+  std::stop_source* source = nullptr;
+  std::uint64_t enters_before = 0;
+};
+stopper bare_stop_once_started(bare_loop& loop, const bare_trip& trip) {
+  for (;;) {
+    while (loop.enters == trip.enters_before) co_await bare_next_turn{loop};
+    trip.source->request_stop();
+    co_await std::suspend_always{};
+  }
+}
+
+bare_task bare_reads(benchmark::State& state, bare_loop& loop, bare_trip& trip, std::coroutine_handle<> stop,
+                     int fd, bool& all_cancelled) {
+  for (auto _ : state) {
+    std::stop_source source;
+    trip.source = &source;
+    trip.enters_before = loop.enters;
+    loop.ready.push_back(stop);
+    char buf[1];
+    const int res = co_await bare_read{.loop = &loop, .fd = fd, .buf = buf, .token = source.get_token()};
+    all_cancelled = all_cancelled && res == -ECANCELED;
+  }
+}
+
+void BM_cancel_raw_coroutine(benchmark::State& state) {
+  bare_loop loop;
+  int p[2];
+  if (::pipe(p) != 0) throw std::runtime_error("pipe");
+  bare_trip trip;
+  const stopper stop = bare_stop_once_started(loop, trip);
+  bool all_cancelled = true;
+  const bare_task root = bare_reads(state, loop, trip, stop.handle, p[0], all_cancelled);
+  io_uring_cqe* cqes[64];
+  while (!root.handle.done()) {
+    if (!loop.ready.empty()) {
+      loop.resuming.swap(loop.ready);
+      for (const std::coroutine_handle<> h : loop.resuming) h.resume();
+      loop.resuming.clear();
+    }
+    if (root.handle.done()) break;
+    if (loop.ready.empty()) {
+      io_uring_submit_and_wait(&loop.ring, 1);
+    } else {
+      io_uring_submit(&loop.ring);
+    }
+    ++loop.enters;
+    const unsigned got = io_uring_peek_batch_cqe(&loop.ring, cqes, 64);
+    for (unsigned i = 0; i < got; ++i) {
+      auto* op = static_cast<bare_read*>(io_uring_cqe_get_data(cqes[i]));
+      op->res = cqes[i]->res;
+      op->waiter.resume();
+    }
+    io_uring_cq_advance(&loop.ring, got);
+  }
+  state.counters["enters_per_op"] =
+      static_cast<double>(loop.enters) / static_cast<double>(state.iterations());
+  if (!all_cancelled) state.SkipWithError("a read ended other than by its cancel");
+  state.SetItemsProcessed(state.iterations());
+  root.handle.destroy();
+  stop.handle.destroy();
+  ::close(p[0]);
+  ::close(p[1]);
+  io_uring_queue_exit(&loop.ring);
 }
 
 void cancel_ours(benchmark::State& state, uring::backend_kind backend) {
@@ -185,5 +297,6 @@ BENCHMARK(BM_timer_uring)->Name("timer/uring/1");
 BENCHMARK(BM_timer_emulated)->Name("timer/emulated/1");
 BENCHMARK(BM_cancel_raw)->Name("cancel/raw_liburing/1");
 BENCHMARK(BM_cancel_raw_stop_token)->Name("cancel/raw_stop_token/1");
+BENCHMARK(BM_cancel_raw_coroutine)->Name("cancel/raw_coroutine/1");
 BENCHMARK(BM_cancel_uring)->Name("cancel/uring/1");
 BENCHMARK(BM_cancel_emulated)->Name("cancel/emulated/1");

@@ -233,6 +233,7 @@ class executor {
   bool run_until_done(std::coroutine_handle<> root);
 
   detail::op_queue queue_;
+  std::vector<std::coroutine_handle<>> ready_;  // coroutines to resume next turn (impl::ready)
   std::unique_ptr<impl> impl_;
 };
 
@@ -292,7 +293,7 @@ struct executor_access {
   [[noreturn]] static void no_executor(const char* what);
   [[noreturn]] static void refuse_while_closed();
   /// Resumes `h` on a later turn of ex's loop (owner thread only).
-  static void schedule(executor& ex, std::coroutine_handle<> h);
+  static void schedule(executor& ex, std::coroutine_handle<> h) { ex.ready_.push_back(h); }
   /// Spawned frames are owned by the executor until they finish, so that shutdown can free them safely.
   static void adopt(executor& ex, spawn_node& node);
   static void release(executor& ex, spawn_node& node) noexcept;

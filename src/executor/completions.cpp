@@ -59,14 +59,6 @@ void executor::impl::complete_early() {
   early_batch.clear();
 }
 
-void executor::impl::reap_and_complete() {
-  if (!keeping_histograms) [[likely]]
-    return reap_all();
-  const std::uint64_t before = stats.cqes;
-  reap_all();
-  if (stats.cqes != before) histograms.cqes_per_reap.record(stats.cqes - before);
-}
-
 void executor::impl::reap_all() {
   if (!early.empty()) [[unlikely]]
     complete_early();

@@ -32,7 +32,7 @@ void set_running_executor(executor* ex) noexcept { t_running = ex; }
 
 executor::executor() : executor(options{}) {}
 
-executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_)) {
+executor::executor(const options& opts) : impl_(std::make_unique<impl>(queue_, ready_)) {
   impl_->spawned.prev = impl_->spawned.next = &impl_->spawned;
   impl_->self = this;
   impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC);
@@ -199,8 +199,6 @@ void executor_access::refuse_while_closed() {
   throw std::logic_error(
       "uring: an operation was started while its executor shuts down (or after its ring failed)");
 }
-
-void executor_access::schedule(executor& ex, std::coroutine_handle<> h) { ex.impl_->ready.push_back(h); }
 
 void executor_access::adopt(executor& ex, spawn_node& node) {
   auto& head = ex.impl_->spawned;

@@ -44,7 +44,7 @@
 namespace uring {
 
 struct executor::impl {
-  explicit impl(detail::op_queue& q) : queue(q) {}
+  impl(detail::op_queue& q, std::vector<std::coroutine_handle<>>& r) : queue(q), ready(r) {}
 
   // --- Identity and the ring.
   executor* self = nullptr;  // the executor this is the state of
@@ -61,7 +61,7 @@ struct executor::impl {
   unsigned direct_files = 0;  // executor_options::direct_files (immutable: other threads read it)
 
   // --- The loop (turn.cpp).
-  std::vector<std::coroutine_handle<>> ready;
+  std::vector<std::coroutine_handle<>>& ready;    // lives in the executor itself, for the inline schedule
   std::vector<std::coroutine_handle<>> resuming;  // the turn's batch; kept to reuse its capacity
   std::vector<detail::operation*> early;          // operations that complete without the backend
   std::vector<detail::operation*> early_batch;    // the ones being completed; kept to reuse its capacity
@@ -187,7 +187,7 @@ struct executor::impl {
 
   // turn.cpp. Hands the turn's operations to the backend; sleeps in it only if nothing else can make
   // progress.
-  void submit_and_maybe_sleep();
+  inline void submit_and_maybe_sleep();  // inline: turn.cpp alone calls it, once a turn
   // The turn's queued operations for the backend, less those that complete without it (cancelled before
   // their turn, refused by the allowlist: they wait in `early`); counts each one handed over.
   detail::operation* take_turn();
@@ -201,12 +201,18 @@ struct executor::impl {
   // busy_poll: what the turn started goes to the kernel first (the peer may be spinning for it), then the
   // loop watches its CQ, its mailbox and stop() until the window ends. True: work came.
   bool spin_until_work();
-  void run_ready();
-  void resume_batch();  // run_ready's resumptions of `resuming`
+  inline void run_ready();  // inline: turn.cpp alone calls it
+  void resume_batch();      // run_ready's resumptions of `resuming`
 
   // completions.cpp. Completes every available completion. During shutdown the completions are only
   // counted: nothing is resumed, because the frames are about to be destroyed.
-  void reap_and_complete();
+  void reap_and_complete() {  // inline: the loop calls it every turn
+    if (!keeping_histograms) [[likely]]
+      return reap_all();
+    const std::uint64_t before = stats.cqes;
+    reap_all();
+    if (stats.cqes != before) histograms.cqes_per_reap.record(stats.cqes - before);
+  }
   void reap_all();  // reap_and_complete, less the count of what it reaped
   // Completes the operations that never reached the backend, as their CQEs would.
   void complete_early();

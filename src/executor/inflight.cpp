@@ -15,13 +15,6 @@ namespace uring {
 
 namespace detail {
 
-std::uint32_t coarse_now_ms() noexcept {
-  ::timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
-                                    static_cast<std::uint64_t>(ts.tv_nsec) / 1'000'000);
-}
-
 void live_registry::add_back(operation& op) noexcept {
   std::uint32_t at = free_slot;
   if (at != 0) {

@@ -9,7 +9,8 @@
 namespace uring {
 
 // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
-void executor::impl::submit_and_maybe_sleep() {
+// Inlined into the loop, as run_ready is: the loop calls both every turn.
+[[gnu::always_inline]] inline void executor::impl::submit_and_maybe_sleep() {
   bool may_sleep = ready.empty() && remote.empty() && !stop_requested.load(std::memory_order_relaxed);
   if (may_sleep && busy_poll.count() > 0 && spin_until_work()) may_sleep = false;
   if (!may_sleep) {
@@ -68,7 +69,7 @@ detail::operation* executor::impl::take_turn() {
   return first;
 }
 
-void executor::impl::run_ready() {
+[[gnu::always_inline]] inline void executor::impl::run_ready() {
   if (ready.empty()) return;
   resumed += ready.size();
   resuming.swap(ready);

@@ -162,7 +162,12 @@ struct operation {
 };
 
 // The coarse monotonic clock (CLOCK_MONOTONIC_COARSE) in milliseconds, wrapping: op_queue::now_ms.
-std::uint32_t coarse_now_ms() noexcept;
+inline std::uint32_t coarse_now_ms() noexcept {
+  ::timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+                                    static_cast<std::uint64_t>(ts.tv_nsec) / 1'000'000);
+}
 
 // Debug builds: prints which operation was freed while in flight, then aborts.
 [[noreturn]] void in_flight_operation_destroyed(const char* name) noexcept;
