@@ -187,7 +187,15 @@ struct executor::impl {
 
   // turn.cpp. Hands the turn's operations to the backend; sleeps in it only if nothing else can make
   // progress.
-  inline void submit_and_maybe_sleep();  // inline: turn.cpp alone calls it, once a turn
+  // Plain: the executor keeps no histograms, watches no stalls, arms no watchdog and never busy-polls
+  // (plain_loop()), so the loop's tests for them compile away.
+  template <bool Plain>
+  void submit_and_maybe_sleep();
+  [[nodiscard]] bool plain_loop() const noexcept {
+    return !observing && busy_poll.count() == 0 && stuck_after.count() == 0;
+  }
+  template <bool Plain>
+  bool loop(std::coroutine_handle<> root);  // run_until_done's turns
   // The turn's queued operations for the backend, less those that complete without it (cancelled before
   // their turn, refused by the allowlist: they wait in `early`); counts each one handed over.
   detail::operation* take_turn();
@@ -201,8 +209,9 @@ struct executor::impl {
   // busy_poll: what the turn started goes to the kernel first (the peer may be spinning for it), then the
   // loop watches its CQ, its mailbox and stop() until the window ends. True: work came.
   bool spin_until_work();
-  inline void run_ready();  // inline: turn.cpp alone calls it
-  void resume_batch();      // run_ready's resumptions of `resuming`
+  template <bool Plain = false>
+  void run_ready();
+  void resume_batch();  // run_ready's resumptions of `resuming`
 
   // completions.cpp. Completes every available completion. During shutdown the completions are only
   // counted: nothing is resumed, because the frames are about to be destroyed.

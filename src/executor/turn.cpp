@@ -9,10 +9,12 @@
 namespace uring {
 
 // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
-// Inlined into the loop, as run_ready is: the loop calls both every turn.
+template <bool Plain>
 [[gnu::always_inline]] inline void executor::impl::submit_and_maybe_sleep() {
   bool may_sleep = ready.empty() && remote.empty() && !stop_requested.load(std::memory_order_relaxed);
-  if (may_sleep && busy_poll.count() > 0 && spin_until_work()) may_sleep = false;
+  if constexpr (!Plain) {
+    if (may_sleep && busy_poll.count() > 0 && spin_until_work()) may_sleep = false;
+  }
   if (!may_sleep) {
     submit(false);
     return;
@@ -24,7 +26,7 @@ namespace uring {
     submit(false);
     return;
   }
-  if (keeping_histograms) [[unlikely]] {
+  if (!Plain && keeping_histograms) [[unlikely]] {
     const std::uint32_t asleep_from = fine_now_us();
     submit(true);
     histograms.asleep_us.record(fine_now_us() - asleep_from);
@@ -69,17 +71,21 @@ detail::operation* executor::impl::take_turn() {
   return first;
 }
 
+template <bool Plain>
 [[gnu::always_inline]] inline void executor::impl::run_ready() {
   if (ready.empty()) return;
   resumed += ready.size();
   resuming.swap(ready);
-  if (keeping_histograms) [[unlikely]] {
+  if constexpr (Plain) {
+    for (auto h : resuming) h.resume();
+    resuming.clear();
+  } else if (keeping_histograms) [[unlikely]] {
     const std::uint32_t from = fine_now_us();
     resume_batch();
     histograms.user_us.record(fine_now_us() - from);
-    return;
+  } else {
+    resume_batch();
   }
-  resume_batch();
 }
 
 void executor::impl::resume_batch() {
@@ -150,6 +156,44 @@ std::size_t executor::poll() {
   return im.stats.cqes + im.resumed - before;
 }
 
+template <bool Plain>
+bool executor::impl::loop(std::coroutine_handle<> root) {
+  for (;;) {
+    if constexpr (!Plain) {
+      start_turn_clock();
+      if (watch_stalls) turns.store(turns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    // Tested here, not in the calls: most turns of a busy loop have neither, and a call each would cost
+    // more than the test.
+    if (!remote.empty()) run_remote();
+    if (!ready.empty()) run_ready<Plain>();
+    if (failure) {
+      shutdown();
+      std::rethrow_exception(std::exchange(failure, nullptr));
+    }
+    if (root && root.done()) {
+      // Messages the task sent (MSG_RING SQEs) leave now, not whenever the loop runs next.
+      backend->flush();
+      return true;
+    }
+    if (stop_requested.load(std::memory_order_relaxed) && stop_requested.exchange(false)) {
+      shutdown();
+      return false;
+    }
+    if constexpr (!Plain) keep_watchdog_armed();
+    submit_and_maybe_sleep<Plain>();
+    // Read after the wait, which may have lasted minutes: what the reaped completions start is stamped
+    // with now. The next turn's posts and ready coroutines use it too: only their run lies between.
+    queue.now_ms = detail::coarse_now_ms();
+    if constexpr (Plain) {
+      reap_all();
+    } else {
+      start_turn_clock();
+      reap_and_complete();
+    }
+  }
+}
+
 bool executor::run_until_done(std::coroutine_handle<> root) {
   impl& im = *impl_;
   im.check_owner("executor::run");
@@ -176,35 +220,7 @@ bool executor::run_until_done(std::coroutine_handle<> root) {
   if (root) im.ready.push_back(root);
   im.queue.now_ms = detail::coarse_now_ms();
   try {
-    for (;;) {
-      im.start_turn_clock();
-      if (im.watch_stalls)
-        im.turns.store(im.turns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      // Tested here, not in the calls: most turns of a busy loop have neither, and a call each would cost
-      // more than the test.
-      if (!im.remote.empty()) im.run_remote();
-      if (!im.ready.empty()) im.run_ready();
-      if (im.failure) {
-        im.shutdown();
-        std::rethrow_exception(std::exchange(im.failure, nullptr));
-      }
-      if (root && root.done()) {
-        // Messages the task sent (MSG_RING SQEs) leave now, not whenever the loop runs next.
-        im.backend->flush();
-        return true;
-      }
-      if (im.stop_requested.load(std::memory_order_relaxed) && im.stop_requested.exchange(false)) {
-        im.shutdown();
-        return false;
-      }
-      im.keep_watchdog_armed();
-      im.submit_and_maybe_sleep();
-      // Read after the wait, which may have lasted minutes: what the reaped completions start is stamped
-      // with now. The next turn's posts and ready coroutines use it too: only their run lies between.
-      im.queue.now_ms = detail::coarse_now_ms();
-      im.start_turn_clock();
-      im.reap_and_complete();
-    }
+    return im.plain_loop() ? im.loop<true>(root) : im.loop<false>(root);
   } catch (...) {
     // The loop itself failed (the ring refused an enter): make frames safe before the caller frees them.
     if (queue_.inflight > 0 || im.spawned.next != &im.spawned) im.shutdown();
