@@ -185,17 +185,16 @@ struct executor::impl {
     }
   }
 
-  // turn.cpp. Hands the turn's operations to the backend; sleeps in it only if nothing else can make
-  // progress.
-  // Plain: the executor keeps no histograms, watches no stalls, arms no watchdog and never busy-polls
-  // (plain_loop()), so the loop's tests for them compile away.
+  // turn.cpp. run_until_done's turns. Plain: the executor keeps no histograms, watches no stalls, arms no
+  // watchdog and never busy-polls (plain_loop(), the default), so the loop's tests for them compile away.
   template <bool Plain>
-  void submit_and_maybe_sleep();
+  bool loop(std::coroutine_handle<> root);
   [[nodiscard]] bool plain_loop() const noexcept {
     return !observing && busy_poll.count() == 0 && stuck_after.count() == 0;
   }
+  // Hands the turn's operations to the backend; sleeps in it only if nothing else can make progress.
   template <bool Plain>
-  bool loop(std::coroutine_handle<> root);  // run_until_done's turns
+  void submit_and_maybe_sleep();
   // The turn's queued operations for the backend, less those that complete without it (cancelled before
   // their turn, refused by the allowlist: they wait in `early`); counts each one handed over.
   detail::operation* take_turn();
