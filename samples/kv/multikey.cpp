@@ -15,21 +15,30 @@ using uring::task;
 namespace resp = uring::resp;
 
 // Runs fn(keyspace&, a) for each key args[a] (a = first, first + step, ...) on the key's shard, in the
-// client's database: one visit per shard.
+// client's database: one visit per shard, whose lookups start loading every key's place in the table first.
 template <class F>
 task<void> each_key(context& c, std::size_t first, std::size_t step, F fn) {
   server& srv = c.srv;
-  std::vector<std::vector<std::size_t>> by_shard(srv.count());  // argument indices of the keys
-  for (std::size_t a = first; a < c.args.size(); a += step)
-    by_shard[kv::shard_of(c.args[a], srv.count())].push_back(a);
+  std::vector<std::size_t> shard_at(c.args.size());  // each key argument's shard (one allocation)
   bool elsewhere = false;
-  for (std::size_t i = 0; i < by_shard.size(); ++i) elsewhere |= i != c.me && !by_shard[i].empty();
+  for (std::size_t a = first; a < c.args.size(); a += step) {
+    shard_at[a] = kv::shard_of(c.args[a], srv.count());
+    elsewhere |= shard_at[a] != c.me;
+  }
   count_keyed(srv, c.me, elsewhere);
   for (std::size_t i = 0; i < srv.count(); ++i) {
-    if (by_shard[i].empty()) continue;
+    bool named = false;
+    for (std::size_t a = first; a < c.args.size() && !named; a += step) named = shard_at[a] == i;
+    if (!named) continue;
     // Runs on shard i's thread while this coroutine waits: what fn captured is handed over and back.
-    co_await on_shard(srv, c.me, i, [&srv, &by_shard, &fn, i, db = c.ses.db] {
-      for (std::size_t a : by_shard[i]) fn(srv.shards[i]->db[db], a);
+    co_await on_shard(srv, c.me, i, [&c, &srv, &shard_at, &fn, first, step, i, db = c.ses.db] {
+      keyspace& ks = srv.shards[i]->db[db];
+      for (std::size_t a = first; a < c.args.size(); a += step) {
+        if (shard_at[a] == i) ks.prefetch(c.args[a]);
+      }
+      for (std::size_t a = first; a < c.args.size(); a += step) {
+        if (shard_at[a] == i) fn(ks, a);
+      }
     });
   }
 }
