@@ -111,41 +111,50 @@ void raw_cancels(benchmark::State& state, bool stop_token) {
 void BM_cancel_raw(benchmark::State& state) { raw_cancels(state, false); }
 void BM_cancel_raw_stop_token(benchmark::State& state) { raw_cancels(state, true); }
 
-// What the stopping coroutine reads: the round trip's stop source, and how many enters the executor had
-// made when the round trip began.
-struct round_trip {
-  uring::executor* ex = nullptr;
-  std::stop_source* source = nullptr;
-  std::uint64_t enters_before = 0;
-};
-
-using stopper = uring::bench::bare_coroutine<true>;  // started by the loop, each round trip
-
-struct next_turn {
-  uring::executor& ex;
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const { uring::detail::executor_access::schedule(ex, h); }
-  void await_resume() const noexcept {}
-};
-
-// A coroutine that, each time it is resumed, stops the round trip's read once the executor has entered
-// since the read started (the kernel has it), else waits one more turn. A coroutine resumed by a
-// completion runs in the reaping turn, so the turn after it may come before the read's enter: counting
-// says when. (A stop before that enter would withdraw the read instead: no round trip.)
-stopper stop_once_started(const round_trip& trip) {
-  for (;;) {
-    while (trip.ex->stats().enters == trip.enters_before) co_await next_turn{*trip.ex};
-    trip.source->request_stop();
-    co_await std::suspend_always{};
-  }
-}
-
 // cancel/raw_coroutine: a loop of one ready list and one raw ring, nothing else.
 struct bare_loop {
   io_uring ring = make_raw_ring();
   std::vector<std::coroutine_handle<>> ready, resuming;
   std::uint64_t enters = 0;
 };
+
+// What the stopping coroutine reads: the round trip's stop source, and how many enters the loop had made
+// when the round trip began.
+struct round_trip {
+  std::stop_source* source = nullptr;
+  std::uint64_t enters_before = 0;
+};
+
+// The two loops the stopper runs on: our executor, and the bare one.
+std::uint64_t enters(const uring::executor& ex) { return ex.stats().enters; }
+std::uint64_t enters(const bare_loop& loop) { return loop.enters; }
+void schedule(uring::executor& ex, std::coroutine_handle<> h) {
+  uring::detail::executor_access::schedule(ex, h);
+}
+void schedule(bare_loop& loop, std::coroutine_handle<> h) { loop.ready.push_back(h); }
+
+using stopper = uring::bench::bare_coroutine<true>;  // started by the loop, each round trip
+
+template <class Loop>
+struct next_turn {
+  Loop& loop;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) const { schedule(loop, h); }
+  void await_resume() const noexcept {}
+};
+
+// A coroutine that, each time it is resumed, stops the round trip's read once the loop has entered since
+// the read started (the kernel has it), else waits one more turn. A coroutine resumed by a completion runs
+// in the reaping turn, so the turn after it may come before the read's enter: counting says when. (A stop
+// before that enter would withdraw the read instead: no round trip.)
+template <class Loop>
+stopper stop_once_started(Loop& loop, const round_trip& trip) {
+  for (;;) {
+    while (enters(loop) == trip.enters_before) co_await next_turn<Loop>{loop};
+    trip.source->request_stop();
+    co_await std::suspend_always{};
+  }
+}
 
 using uring::bench::bare_task;
 
@@ -180,33 +189,13 @@ struct bare_read {
   }
 };
 
-struct bare_next_turn {
-  bare_loop& loop;
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> h) const { loop.ready.push_back(h); }
-  void await_resume() const noexcept {}
-};
-
-// stop_once_started on the bare loop.
-struct bare_trip {
-  std::stop_source* source = nullptr;
-  std::uint64_t enters_before = 0;
-};
-stopper bare_stop_once_started(bare_loop& loop, const bare_trip& trip) {
-  for (;;) {
-    while (loop.enters == trip.enters_before) co_await bare_next_turn{loop};
-    trip.source->request_stop();
-    co_await std::suspend_always{};
-  }
-}
-
-bare_task bare_reads(benchmark::State& state, bare_loop& loop, bare_trip& trip, std::coroutine_handle<> stop,
+bare_task bare_reads(benchmark::State& state, bare_loop& loop, round_trip& trip, std::coroutine_handle<> stop,
                      int fd, bool& all_cancelled) {
   for (auto _ : state) {
     std::stop_source source;
     trip.source = &source;
-    trip.enters_before = loop.enters;
-    loop.ready.push_back(stop);
+    trip.enters_before = enters(loop);
+    schedule(loop, stop);
     char buf[1];
     const int res = co_await bare_read{.loop = &loop, .fd = fd, .buf = buf, .token = source.get_token()};
     all_cancelled = all_cancelled && res == -ECANCELED;
@@ -217,8 +206,8 @@ void BM_cancel_raw_coroutine(benchmark::State& state) {
   bare_loop loop;
   int p[2];
   if (::pipe(p) != 0) throw std::runtime_error("pipe");
-  bare_trip trip;
-  const stopper stop = bare_stop_once_started(loop, trip);
+  round_trip trip;
+  const stopper stop = stop_once_started(loop, trip);
   bool all_cancelled = true;
   const bare_task root = bare_reads(state, loop, trip, stop.handle, p[0], all_cancelled);
   io_uring_cqe* cqes[64];
@@ -260,15 +249,15 @@ void cancel_ours(benchmark::State& state, uring::backend_kind backend) {
   uring::executor ex(opts);
   int p[2];
   if (::pipe(p) != 0) throw std::runtime_error("pipe");
-  round_trip trip{.ex = &ex};
-  const stopper stop = stop_once_started(trip);
+  round_trip trip;
+  const stopper stop = stop_once_started(ex, trip);
   bool all_cancelled = true;
   ex.run([&]() -> uring::task<void> {
     for (auto _ : state) {
       std::stop_source source;
       trip.source = &source;
-      trip.enters_before = ex.stats().enters;
-      uring::detail::executor_access::schedule(ex, stop.handle);
+      trip.enters_before = enters(ex);
+      schedule(ex, stop.handle);
       char buf[1];
       const uring::io_result r =
           co_await uring::with_stop_token(uring::read_at(p[0], buf, 0), source.get_token()).nothrow();
