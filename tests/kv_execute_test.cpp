@@ -74,7 +74,11 @@ TEST(KvExecute, ACommandOnItsOwnShardFinishesAtOnceWithoutAllocating) {
 
   EXPECT_TRUE(s.at_once_counted({"INCR", "n"}, &reply, blocks));
   EXPECT_EQ(reply, ":42\r\n");
-  EXPECT_LE(blocks.size(), 1u) << "INCR allocates at most its new value";
+  EXPECT_EQ(blocks.size(), 0u) << "INCR writes the number over the value nothing else holds";
+
+  EXPECT_TRUE(s.at_once_counted({"SET", "k", "w"}, &reply, blocks));
+  EXPECT_EQ(reply, "+OK\r\n");
+  EXPECT_EQ(blocks.size(), 0u) << "SET over a key writes over its value";
 }
 
 TEST(KvExecute, AKeyOnAnotherShardRunsAtOnceWhileThatShardIsFree) {

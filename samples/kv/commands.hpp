@@ -72,7 +72,7 @@ struct session {
   transaction tx;                // MULTI and WATCH
   client_info info;              // what CLIENT LIST tells of the connection
   std::int64_t exec_count = -1;  // while EXEC runs its queue: the queue's length (CLIENT LIST's multi=)
-  uring::resp::command_parser* input = nullptr;  // while a burst is served: its parser (adopt_value)
+  uring::resp::command_parser* input = nullptr;  // while a burst is served: its parser (keyspace::store)
   std::size_t unacknowledged = 0;                // reply::before_waiting's bound, kept between bursts
   session* prev = nullptr;                       // its executor's client_registry, linked through sessions
   session* next = nullptr;

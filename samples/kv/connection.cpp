@@ -140,7 +140,7 @@ uring::task<void> pause_receiving(void* side) {
   lim.max_args = INT_MAX;  // as Redis: the count is bounded by the bytes a command may take
   lim.max_command = srv->query_buffer_limit.load(std::memory_order_relaxed);
   resp::command_parser parser(lim);
-  // Commands that store a large argument take it from the parser rather than copy it (adopt_value).
+  // Commands that store a large argument take it from the parser rather than copy it (keyspace::store).
   struct input_scope {
     session& s;
     ~input_scope() { s.input = nullptr; }

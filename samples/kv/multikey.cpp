@@ -168,9 +168,8 @@ task<void> cmd_mget(context& c) {
 
 task<void> cmd_mset(context& c) {
   if (!pairs(c)) co_return;
-  co_await each_key(c, 1, 2, [&c](keyspace& ks, std::size_t a) {
-    ks.put(c.args[a], adopt_value(c.ses.input, c.args[a + 1]), 0);
-  });
+  co_await each_key(c, 1, 2,
+                    [&c](keyspace& ks, std::size_t a) { ks.put(c.args[a], c.args[a + 1], c.ses.input, 0); });
   resp::append_simple_string(c.out.text(), "OK");
 }
 
@@ -181,9 +180,8 @@ task<void> cmd_msetnx(context& c) {
   co_await each_key(c, 1, 2,
                     [&c, &any](keyspace& ks, std::size_t a) { any |= ks.find(c.args[a]) != nullptr; });
   if (!any) {
-    co_await each_key(c, 1, 2, [&c](keyspace& ks, std::size_t a) {
-      ks.put(c.args[a], adopt_value(c.ses.input, c.args[a + 1]), 0);
-    });
+    co_await each_key(
+        c, 1, 2, [&c](keyspace& ks, std::size_t a) { ks.put(c.args[a], c.args[a + 1], c.ses.input, 0); });
   }
   resp::append_integer(c.out.text(), any ? 0 : 1);
 }

@@ -1,5 +1,8 @@
-// samples/kv/shard.cpp — a shard's databases: the list of keys with a deadline, and active expiry.
+// samples/kv/shard.cpp — a shard's databases: how a value is written, the list of keys with a deadline, and
+// active expiry.
 #include "shard.hpp"
+
+#include <algorithm>
 
 namespace kv {
 
@@ -47,10 +50,27 @@ void keyspace::remove(map::iterator it) {
 }
 
 std::string& keyspace::own(entry& e) {
-  // Only this shard's thread copies a stored pointer, so a count of 1 cannot rise behind this check: a
-  // reply on another thread can only let go of its copy.
-  if (e.value.use_count() != 1) e.value = make_value(*e.value);
-  return const_cast<std::string&>(*e.value);  // made non-const by make_value
+  if (!e.value.unique()) e.value = make_value(*e.value);
+  return e.value.unshared();
+}
+
+void keyspace::store(entry& e, std::string_view v, uring::resp::command_parser* input) {
+  if (input != nullptr) {
+    if (std::optional<std::string> own = input->take(v)) {
+      e.value = value_ptr(std::move(*own));
+      return;
+    }
+  }
+  if (e.value && e.value.unique()) {
+    std::string& s = e.value.unshared();
+    // In place only where the old string has room and does not hold far more than the new one needs (a
+    // short value written over a long one would keep the long one's memory).
+    if (v.size() <= s.capacity() && s.capacity() <= std::max<std::size_t>(2 * v.size(), 64)) {
+      s.assign(v);
+      return;
+    }
+  }
+  e.value = make_value(v);
 }
 
 std::uint64_t keyspace::watch(std::string_view key) {

@@ -1,7 +1,7 @@
 // samples/kv/shard.hpp — one executor's part of uring-kv's keyspace, and the commands that run on it.
 //
-// Provides: kv::shard (16 databases, kv::keyspace each: string keys to shared immutable values with
-// optional expiry), kv::value_ptr, kv::shard_of (which shard owns a key), kv::clock_ms, kv::parse_int,
+// Provides: kv::shard (16 databases, kv::keyspace each: string keys to shared values (value.hpp) with
+// optional expiry), kv::shard_of (which shard owns a key), kv::clock_ms, kv::parse_int,
 // kv::iequals, and the single-key command bodies (kv::cmd_get, ...: strings.cpp, keys.cpp). Threads: a
 // shard's databases are touched only under its lock (kv::keys_guard), by its own executor or, when the lock
 // is free, by another that would otherwise forward the command there and wait; shard_of and parse_int are
@@ -30,6 +30,8 @@
 
 #include <uring/resp/parser.hpp>
 
+#include "value.hpp"
+
 namespace kv {
 
 // Milliseconds of Unix time, as Redis keeps expiry deadlines: EXPIREAT and EXPIRETIME speak in it.
@@ -57,23 +59,6 @@ inline std::optional<std::int64_t> parse_int(std::string_view s) noexcept {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-// A stored value: immutable once stored (SET replaces the pointer), so a reply can send it by reference
-// from any thread while the shard moves on, and a value read by a slow client is not copied for it.
-using value_ptr = std::shared_ptr<const std::string>;
-
-// Made non-const and held as const: keyspace::own may change one that nothing else holds (APPEND, SETRANGE).
-inline value_ptr make_value(std::string_view v) { return std::make_shared<std::string>(v); }
-
-// The value of argument `arg` of the command `input` last parsed: a large one is taken from the parser
-// (its bytes were read into a string of their own), so storing it costs no copy; others are copied.
-inline value_ptr adopt_value(uring::resp::command_parser* input, std::string_view arg) {
-  if (input != nullptr) {
-    if (std::optional<std::string> own = input->take(arg))
-      return std::make_shared<std::string>(std::move(*own));
-  }
-  return make_value(arg);
 }
 
 // `a` equals the upper-case ASCII `upper`, ignoring case (command names and options).
@@ -138,12 +123,25 @@ class keyspace {
   }
   // Makes `e`'s value one this keyspace alone holds (copied if a reply still holds it), to change in place.
   static std::string& own(entry& e);
-  // Stores `value` under `key` with the deadline `expires_ms` (0: none), replacing any entry.
+  // Gives `e` the value `v`, argument of the command `input` last parsed if not null: a large one taken from
+  // the parser (no copy), else written over the old value where nothing else holds it and it has room
+  // (no allocation: SET over a key, INCR), else a new one.
+  static void store(entry& e, std::string_view v, uring::resp::command_parser* input = nullptr);
+  ///@{
+  // Stores `value` under `key` with the deadline `expires_ms` (0: none), replacing any entry; the bytes go
+  // in as store() puts them.
   void put(std::string_view key, value_ptr value, std::int64_t expires_ms) {
     entry& e = upsert(key);
     e.value = std::move(value);
     set_expiry(key, e, expires_ms);
   }
+  void put(std::string_view key, std::string_view v, uring::resp::command_parser* input,
+           std::int64_t expires_ms) {
+    entry& e = upsert(key);
+    store(e, v, input);
+    set_expiry(key, e, expires_ms);
+  }
+  ///@}
   // Gives `e`, the entry of `key`, the deadline `ms` (0: none).
   void set_expiry(std::string_view key, entry& e, std::int64_t ms);
   bool erase(std::string_view key, std::int64_t now = clock_now) {
@@ -275,7 +273,7 @@ struct shard_reply {
   value_ptr value;
   bool has_value = false;
   bool resp3 = false;                            // the client speaks RESP3: its null is "_"
-  uring::resp::command_parser* input = nullptr;  // where the arguments came from: see adopt_value
+  uring::resp::command_parser* input = nullptr;  // where the arguments came from: see keyspace::store
 
   void null() { text += resp3 ? "_\r\n" : "$-1\r\n"; }
   void bulk(value_ptr v) {

@@ -1,6 +1,7 @@
 // samples/kv/strings.cpp — uring-kv's string commands, run on the key's shard, with Redis 7.0's replies.
 #include <uring/resp/parser.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -111,7 +112,7 @@ void set_value(keyspace& ks, std::string_view key, std::string_view value, unsig
   }
   std::int64_t keep = e != nullptr && (flags & keepttl) ? e->expires_ms : 0;
   if (e == nullptr) e = &ks.upsert(key);  // one lookup when the key exists
-  e->value = adopt_value(out.input, value);
+  keyspace::store(*e, value, out.input);
   ks.set_expiry(key, *e, expires != 0 ? expires : keep);
   if (!(flags & get)) out.text += ok;
 }
@@ -132,7 +133,9 @@ void incr_by(keyspace& ks, std::string_view key, std::int64_t by, shard_reply& o
   if (__builtin_add_overflow(v, by, &v))
     return resp::append_error(out.text, "ERR increment or decrement would overflow");
   if (e == nullptr) e = &ks.upsert(key);  // a new key has no expiry; an existing one keeps its own
-  e->value = make_value(std::to_string(v));
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+  keyspace::store(*e, std::string_view(digits, static_cast<std::size_t>(end - digits)));
   ks.touch(key);
   resp::append_integer(out.text, v);
 }
@@ -228,7 +231,7 @@ void cmd_getdel(keyspace& ks, args_t args, shard_reply& out) {
 
 void cmd_getset(keyspace& ks, args_t args, shard_reply& out) {
   out.bulk(get_value(ks, args[1]));
-  ks.put(args[1], adopt_value(out.input, args[2]), 0);
+  ks.put(args[1], args[2], out.input, 0);
 }
 
 void cmd_strlen(keyspace& ks, args_t args, shard_reply& out) {
@@ -241,7 +244,7 @@ void cmd_strlen(keyspace& ks, args_t args, shard_reply& out) {
 void cmd_append(keyspace& ks, args_t args, shard_reply& out) {
   entry* e = ks.find(args[1]);
   if (e == nullptr) {
-    ks.put(args[1], adopt_value(out.input, args[2]), 0);
+    ks.put(args[1], args[2], out.input, 0);
     return resp::append_integer(out.text, static_cast<std::int64_t>(args[2].size()));
   }
   if (static_cast<std::int64_t>(e->value->size() + args[2].size()) > max_string) {
@@ -321,7 +324,7 @@ void cmd_incrbyfloat(keyspace& ks, args_t args, shard_reply& out) {
     return resp::append_error(out.text, "ERR increment would produce NaN or Infinity");
   std::string s = format_float(sum);
   if (e == nullptr) e = &ks.upsert(args[1]);
-  e->value = make_value(s);
+  keyspace::store(*e, s);
   ks.touch(args[1]);
   resp::append_bulk_string(out.text, s);
 }
