@@ -1,8 +1,7 @@
 // samples/kv/value.hpp — a stored value: a string shared by its keyspace entry and the replies that send it.
 //
-// Provides: kv::value_ptr, kv::make_value. Threads: a value_ptr may be copied, moved and
-// dropped on any thread; the string is changed only by its shard, under its lock, while unique() (nothing
-// else holds it).
+// Provides: kv::value_ptr, kv::make_value. Threads: a value_ptr may be copied, moved and dropped on any
+// thread; the string is changed only by its shard, under its lock, while unique() (nothing else holds it).
 //
 // Why not std::shared_ptr<const std::string>: its use_count() is a relaxed load, so a change made after it
 // reads 1 is not ordered after another thread's last read of the string (the reply that just sent it); and
